@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "authctl",
+    products: [
+        .library(name: "AuthController", targets: ["AuthController"]),
+        .executable(name: "authctl", targets: ["authctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibsecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
+        ),
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]
+        ),
+        .target(
+            name: "AuthController",
+            dependencies: ["CLibsecret", "CArgon2"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "authctl",
+            dependencies: [
+                "AuthController",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AuthControllerTests",
+            dependencies: ["AuthController"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["AuthController", "authctl"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,378 @@
+public import Foundation
+import Synchronization
+
+/// Signs accounts in and out of one service.
+///
+/// The password hash of each account lives in a ``SecretStore`` (the desktop Secret Service),
+/// the signed-in account in a ``SettingsStore`` (the settings file), and every change of login
+/// status is posted on a `NotificationCenter`, yielded to ``events()`` streams, and broadcast
+/// by an ``EventBroadcaster`` (a D-Bus signal).
+///
+/// Changes happen under the settings lock, so concurrent processes never lose an update and
+/// their events are broadcast in the order of the changes. Argon2 runs outside the lock.
+/// A failed operation changes nothing.
+public final class AuthController: Sendable {
+    /// The service this controller acts on.
+    public let service: ServiceName
+    private let keyring: any SecretStore
+    private let settings: any SettingsStore
+    private let hasher: any PasswordHasher
+    private let broadcaster: any EventBroadcaster
+    private let notificationCenter: NotificationCenter
+    private let clock: @Sendable () -> UInt64
+    private let subscribers = Mutex<(next: Int, continuations: [Int: AsyncStream<LoginEvent>.Continuation])>((0, [:]))
+
+    /// - Parameters:
+    ///   - clock: microseconds since the Unix epoch.
+    public init(service: ServiceName = .standard, keyring: any SecretStore, settings: any SettingsStore,
+                hasher: any PasswordHasher = Argon2idHasher(), broadcaster: any EventBroadcaster,
+                notificationCenter: NotificationCenter = .default,
+                clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
+        self.service = service
+        self.keyring = keyring
+        self.settings = settings
+        self.hasher = hasher
+        self.broadcaster = broadcaster
+        self.notificationCenter = notificationCenter
+        self.clock = clock
+    }
+
+    /// Microseconds since the Unix epoch, from the system's real-time clock.
+    public static let systemClock: @Sendable () -> UInt64 = { Posix.wallClockMicroseconds() }
+
+    // MARK: - The original API
+
+    /// Signs `user` in: enrols a new account, or verifies the password of a known one.
+    /// `user.email` is the account id. Blocks for the hashing time; may prompt to unlock.
+    public func signIn(_ user: User, password: String) throws {
+        try signIn(account: AccountID(validating: user.email), name: DisplayName.validate(user.name),
+                   password: Password(password))
+    }
+
+    /// Signs the current account out and deletes its stored hash.
+    public func signOut() throws {
+        try signOut(keepingCredentials: false)
+    }
+
+    /// Whether someone is signed in (the settings name a user whose keyring item exists).
+    /// Never prompts; `false` when that cannot be found out.
+    public var isSignedIn: Bool { (try? status().isSignedIn) ?? false }
+
+    /// The signed-in user, or `nil`. Never prompts.
+    public var currentUser: User? {
+        guard let status = try? status(), let user = status.user else { return nil }
+        return User(name: status.name ?? "", email: user.rawValue)
+    }
+
+    // MARK: - Operations
+
+    /// Signs `account` in. If it has a stored hash the password must match it (else
+    /// ``AuthError/denied(_:)``); otherwise a new hash is stored (enrolment). A hash with
+    /// parameters weaker than the defaults is upgraded. Emits `signed-in` (reason `sign-in`),
+    /// or `signed-out` + `signed-in` (reason `switch`) when another account was signed in,
+    /// or nothing when `account` already was.
+    @discardableResult
+    public func signIn(account: AccountID, name: String, password: Password) throws(AuthError) -> ChangeOutcome {
+        // Settings problems (78, 74) are reported before keyring ones.
+        _ = try settings.read(service: service)
+        // Argon2 is slow by design: do it before taking the lock, then check under the lock
+        // that the keyring still holds what was verified.
+        let seen = try keyring.secret(service: service, account: account)
+        var plan = try plan(signingIn: account, password: password, stored: seen)
+        var warnings: [String] = []
+        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
+            let read = try settings.read(service: service)
+            let stored = try keyring.secret(service: service, account: account)
+            if stored != seen { plan = try self.plan(signingIn: account, password: password, stored: stored) }
+            if let hash = plan.hashToStore {
+                do throws(AuthError) {
+                    try keyring.store(hash, service: service, account: account, label: label(for: account))
+                } catch where plan.isUpgrade {
+                    warnings.append("could not store the stronger password hash (\(error.message)); the old one stays")
+                    plan.hashToStore = nil
+                }
+            }
+            let previous = try signedInAccount(in: read.record)
+            if previous == account && read.corruption == nil { return [] }
+            let now = clock()
+            var record = read.record
+            var events: [LoginEvent] = []
+            if let previous {
+                events.append(event(.signedOut, previous, .switch, name: record.name ?? "", at: now, after: record.sequence))
+            }
+            events.append(event(.signedIn, account, previous == nil ? .signIn : .switch, name: name, at: now,
+                                after: record.sequence + UInt64(events.count), previousUser: previous))
+            record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
+                                   sequence: record.sequence + UInt64(events.count))
+            do throws(AuthError) {
+                if let copy = try settings.save(record, service: service) { warnings.append(replacedNote(copy)) }
+            } catch {
+                // Put the keyring back as it was: remove a new hash, restore an upgraded one.
+                if plan.hashToStore != nil {
+                    if let stored { try? keyring.store(stored, service: service, account: account, label: label(for: account)) }
+                    else { _ = try? keyring.deleteItem(service: service, account: account) }
+                }
+                throw error
+            }
+            warnings += broadcast(events)
+            return events
+        }
+        post(events)
+        return ChangeOutcome(events: events, warnings: warnings)
+    }
+
+    /// Signs the current account out, deleting its stored hash unless `keepingCredentials`.
+    /// Nobody signed in is not an error: no event, and a note in the outcome. A corrupt
+    /// settings file is replaced (a copy is kept) and nothing else happens.
+    @discardableResult
+    public func signOut(keepingCredentials: Bool) throws(AuthError) -> ChangeOutcome {
+        var warnings: [String] = []
+        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
+            let read = try settings.read(service: service)
+            var record = read.record
+            if read.corruption != nil {
+                if let copy = try settings.save(SessionRecord(), service: service) { warnings.append(replacedNote(copy)) }
+                warnings.append("nobody was signed out and no password hash was deleted, since the corrupt file did not say who was signed in")
+                return []
+            }
+            guard let user = record.user else {
+                warnings.append("nobody is signed in to \(service)")
+                return []
+            }
+            guard try keyring.containsItem(service: service, account: user) else {
+                // Stale: the item is gone, so the account was already signed out.
+                record = SessionRecord(sequence: record.sequence)
+                try settings.save(record, service: service)
+                warnings.append("\(user) was not signed in to \(service): its password hash is gone from the keyring")
+                return []
+            }
+            var removed: String?
+            if !keepingCredentials {
+                removed = try keyring.secret(service: service, account: user)
+                try keyring.deleteItem(service: service, account: user)
+            }
+            let events = [event(.signedOut, user, .signOut, name: record.name ?? "", at: clock(), after: record.sequence)]
+            do throws(AuthError) {
+                try settings.save(SessionRecord(sequence: record.sequence + 1), service: service)
+            } catch {
+                if let removed { try? keyring.store(removed, service: service, account: user, label: label(for: user)) }
+                throw error
+            }
+            warnings += broadcast(events)
+            return events
+        }
+        post(events)
+        return ChangeOutcome(events: events, warnings: warnings)
+    }
+
+    /// Deletes the stored hash of `account`. If it is signed in, signs it out (one `signed-out`
+    /// event, reason `forget`). Idempotent.
+    @discardableResult
+    public func forget(_ account: AccountID) throws(AuthError) -> ChangeOutcome {
+        var warnings: [String] = []
+        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
+            let read = try settings.read(service: service)
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            var record = read.record
+            guard record.user == account else {
+                if try !keyring.deleteItem(service: service, account: account) {
+                    warnings.append("\(account) has no stored password hash for \(service)")
+                }
+                return []
+            }
+            let removed = try keyring.secret(service: service, account: account)
+            if removed != nil { try keyring.deleteItem(service: service, account: account) }
+            var events: [LoginEvent] = []
+            if removed != nil {
+                events.append(event(.signedOut, account, .forget, name: record.name ?? "", at: clock(), after: record.sequence))
+            }
+            record = SessionRecord(sequence: record.sequence + UInt64(events.count))
+            do throws(AuthError) {
+                try settings.save(record, service: service)
+            } catch {
+                if let removed { try? keyring.store(removed, service: service, account: account, label: label(for: account)) }
+                throw error
+            }
+            warnings += broadcast(events)
+            return events
+        }
+        post(events)
+        return ChangeOutcome(events: events, warnings: warnings)
+    }
+
+    /// Checks `password` against the signed-in account's hash (re-authentication).
+    /// Throws ``AuthError/notSignedIn(_:)`` when nobody is signed in and
+    /// ``AuthError/denied(_:)`` on a mismatch. May upgrade a weak hash.
+    @discardableResult
+    public func verify(_ password: Password) throws(AuthError) -> ChangeOutcome {
+        let current = try status()
+        guard let account = current.user,
+              let stored = try keyring.secret(service: service, account: account) else {
+            throw .notSignedIn("nobody is signed in to \(service)")
+        }
+        guard case .match(let upgraded) = try check(password, against: stored, of: account) else {
+            throw .denied("wrong password for \(account)")
+        }
+        var warnings: [String] = []
+        if let upgraded {
+            do throws(AuthError) {
+                try settings.withExclusiveLock { () throws(AuthError) in
+                    // Another process may have changed the hash meanwhile: keep theirs.
+                    guard try keyring.secret(service: service, account: account) == stored else { return }
+                    try keyring.store(upgraded, service: service, account: account, label: label(for: account))
+                }
+            } catch {
+                warnings.append("could not store the stronger password hash (\(error.message)); the old one stays")
+            }
+        }
+        return ChangeOutcome(events: [], warnings: warnings)
+    }
+
+    /// The login status. Never prompts, and works while the keyring is locked.
+    public func status() throws(AuthError) -> LoginStatus {
+        let read = try settings.read(service: service)
+        if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+        let locked = try keyring.isLocked()
+        guard let user = try signedInAccount(in: read.record) else {
+            return LoginStatus(service: service, sequence: read.record.sequence, keyringLocked: locked)
+        }
+        return LoginStatus(service: service, user: user, name: read.record.name, signedInAt: read.record.signedInAt,
+                           sequence: read.record.sequence, keyringLocked: locked)
+    }
+
+    /// Whether `account` has a stored hash. Never prompts.
+    public func hasStoredPassword(for account: AccountID) throws(AuthError) -> Bool {
+        try keyring.containsItem(service: service, account: account)
+    }
+
+    /// The accounts with a stored hash, sorted by bytes, marking the signed-in one. Never
+    /// prompts; a locked keyring is ``AuthError/unavailable(_:detail:)``.
+    public func accounts() throws(AuthError) -> [Account] {
+        let read = try settings.read(service: service)
+        if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+        return try keyring.accounts(service: service).sorted().map { Account(id: $0, isCurrent: $0 == read.record.user) }
+    }
+
+    /// A stream of this controller's events, from now on.
+    public func events() -> AsyncStream<LoginEvent> {
+        let (stream, continuation) = AsyncStream<LoginEvent>.makeStream()
+        let id = subscribers.withLock { state in
+            state.next += 1
+            state.continuations[state.next] = continuation
+            return state.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: - Steps
+
+    private struct SignInPlan {
+        var hashToStore: String?
+        var isUpgrade: Bool
+    }
+
+    private func plan(signingIn account: AccountID, password: Password, stored: String?) throws(AuthError) -> SignInPlan {
+        guard let stored else { return SignInPlan(hashToStore: try hasher.hash(password), isUpgrade: false) }
+        guard case .match(let upgraded) = try check(password, against: stored, of: account) else {
+            throw .denied("wrong password for \(account)")
+        }
+        return SignInPlan(hashToStore: upgraded, isUpgrade: true)
+    }
+
+    private func check(_ password: Password, against stored: String, of account: AccountID) throws(AuthError) -> PasswordVerification {
+        let verification = hasher.verify(password, against: stored)
+        if case .unusable(let reason) = verification {
+            throw .invalidInput("the stored secret of \(account) is not an authctl password hash (\(reason)); clear it with `authctl forget \(account)`")
+        }
+        return verification
+    }
+
+    /// The account the record names, if its keyring item exists (else the record is stale).
+    private func signedInAccount(in record: SessionRecord) throws(AuthError) -> AccountID? {
+        guard let user = record.user, try keyring.containsItem(service: service, account: user) else { return nil }
+        return user
+    }
+
+    private func label(for account: AccountID) -> String { "authctl password hash for \(account) (\(service))" }
+
+    private func replacedNote(_ copy: String) -> String {
+        "the settings file was corrupt; it was replaced and the old one kept as \(copy)"
+    }
+
+    private func event(_ status: LoginEvent.Status, _ user: AccountID, _ reason: LoginEvent.Reason, name: String,
+                       at time: UInt64, after sequence: UInt64, previousUser: AccountID? = nil) -> LoginEvent {
+        LoginEvent(service: service, status: status, user: user, reason: reason, name: name, timestamp: time,
+                   sequence: sequence + 1, previousUser: previousUser)
+    }
+
+    /// Broadcasts under the lock, so processes' events go out in the order of their changes.
+    /// A bus that went away after the change was stored is a warning: the change stands.
+    private func broadcast(_ events: [LoginEvent]) -> [String] {
+        do {
+            try broadcaster.broadcast(events)
+            return []
+        } catch {
+            return [error.message]
+        }
+    }
+
+    /// Posts in-process, after the lock is released, so an observer may call the controller.
+    private func post(_ events: [LoginEvent]) {
+        let continuations = subscribers.withLock { Array($0.continuations.values) }
+        for event in events {
+            notificationCenter.post(name: .loginStatusChanged, object: self, userInfo: [LoginEvent.userInfoKey: event])
+            for continuation in continuations { continuation.yield(event) }
+        }
+    }
+}
+
+/// What a change did: its events, and warnings worth telling the user.
+public struct ChangeOutcome: Equatable, Sendable {
+    /// The events emitted, in order (empty when the status did not change).
+    public var events: [LoginEvent]
+    /// One-line notes: nobody was signed in, an upgrade could not be stored, listeners were
+    /// not notified, a corrupt settings file was replaced.
+    public var warnings: [String]
+}
+
+/// An account with a stored hash.
+public struct Account: Equatable, Sendable {
+    public var id: AccountID
+    /// Whether it is the signed-in account.
+    public var isCurrent: Bool
+}
+
+/// The login status of a service.
+public struct LoginStatus: Equatable, Sendable {
+    public var service: ServiceName
+    /// The signed-in account, or `nil` when signed out.
+    public var user: AccountID?
+    public var name: String?
+    public var signedInAt: String?
+    /// The number of the last event (0 if none).
+    public var sequence: UInt64
+    /// Whether the keyring's default collection is locked.
+    public var keyringLocked: Bool
+
+    public init(service: ServiceName, user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil,
+                sequence: UInt64, keyringLocked: Bool) {
+        self.service = service
+        self.user = user
+        self.name = name
+        self.signedInAt = signedInAt
+        self.sequence = sequence
+        self.keyringLocked = keyringLocked
+    }
+
+    public var isSignedIn: Bool { user != nil }
+
+    /// The Gravatar URL of the signed-in account id: MD5 of the trimmed, lower-cased id.
+    public var avatarURL: String? {
+        guard let user else { return nil }
+        let normalized = user.rawValue.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        return "https://www.gravatar.com/avatar/" + GLibText.md5Hex(normalized)
+    }
+}

@@ -1,0 +1,59 @@
+/// Every failure the library reports. Each case is one exit-code family of the command line
+/// (sysexits.h), so the mapping from error to exit status exists exactly once: ``exitCode``.
+///
+/// The message is one line that says what happened and what to do next. `detail`, where
+/// present, keeps the underlying GLib error domain and code for bug reports.
+public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Nobody is signed in to the service (exit 1): a clean "no", not a fault.
+    case notSignedIn(String)
+    /// The command line was wrong: unknown option, missing argument, no password source (exit 64).
+    case usage(String)
+    /// Input data broke a rule: account id, display name, service, password, or a stored
+    /// secret that is not a usable authctl hash (exit 65).
+    case invalidInput(String)
+    /// The session bus, the Secret Service or its default collection is not there, the
+    /// collection is locked and no prompt may be shown, or a required daemon is missing (exit 69).
+    case unavailable(String, detail: String? = nil)
+    /// The settings file or its directory cannot be read or written (exit 74).
+    case settingsIO(String)
+    /// A deadline passed or the Secret Service went away mid-call; nothing changed (exit 75).
+    case temporaryFailure(String, detail: String? = nil)
+    /// Wrong password, or the unlock prompt was dismissed (exit 77).
+    case denied(String)
+    /// The settings file is corrupt or unsafe to use (exit 78).
+    case settingsUnsafe(String)
+
+    /// The process exit status for this error (sysexits.h).
+    public var exitCode: Int32 {
+        switch self {
+        case .notSignedIn: 1
+        case .usage: 64
+        case .invalidInput: 65
+        case .unavailable: 69
+        case .settingsIO: 74
+        case .temporaryFailure: 75
+        case .denied: 77
+        case .settingsUnsafe: 78
+        }
+    }
+
+    /// The one-line human message.
+    public var message: String {
+        switch self {
+        case .notSignedIn(let message), .usage(let message), .invalidInput(let message),
+             .unavailable(let message, _), .settingsIO(let message),
+             .temporaryFailure(let message, _), .denied(let message), .settingsUnsafe(let message):
+            message
+        }
+    }
+
+    /// The underlying GLib error (domain, code, text), when the failure came from GLib.
+    public var detail: String? {
+        switch self {
+        case .unavailable(_, let detail), .temporaryFailure(_, let detail): detail
+        default: nil
+        }
+    }
+
+    public var description: String { message }
+}

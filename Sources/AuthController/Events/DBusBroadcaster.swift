@@ -1,0 +1,51 @@
+/// Broadcasts `io.github.authctl.AuthController1.LoginStatusChanged (sssa{sv})` on the session bus.
+public struct DBusBroadcaster: EventBroadcaster {
+    /// The object path the signal is sent from.
+    public static let objectPath = "/io/github/authctl/AuthController1"
+    /// The interface of the signal.
+    public static let interface = "io.github.authctl.AuthController1"
+    /// The signal's member name.
+    public static let signalName = "LoginStatusChanged"
+
+    /// How long sending and flushing may take before the command gives up on listeners.
+    public let flushTimeout: Double
+
+    public init(flushTimeout: Double = 2) {
+        self.flushTimeout = flushTimeout
+    }
+
+    public func broadcast(_ events: [LoginEvent]) throws(AuthError) {
+        guard !events.isEmpty else { return }
+        do {
+            let deadline = Deadline(seconds: flushTimeout)
+            let connection = try GDBus.busGet(deadline)
+            for event in events {
+                try GDBus.connectionEmitSignal(connection, path: Self.objectPath, interface: Self.interface,
+                                               member: Self.signalName, strings: Self.strings(of: event),
+                                               details: Self.details(of: event))
+            }
+            try GDBus.connectionFlush(connection, deadline)
+            try GDBus.connectionPingBus(connection, deadline)
+        } catch {
+            throw .unavailable("listeners were not notified: the session bus did not take the signal (\(error.message))",
+                               detail: error.debugDescription)
+        }
+    }
+
+    /// `service`, `status`, `user`: the first three arguments, so listeners can match on them.
+    static func strings(of event: LoginEvent) -> [String] {
+        [event.service.rawValue, event.status.rawValue, event.user?.rawValue ?? ""]
+    }
+
+    /// The `a{sv}` details.
+    static func details(of event: LoginEvent) -> [(String, GDBus.Value)] {
+        var details: [(String, GDBus.Value)] = [
+            ("reason", .string(event.reason.rawValue)),
+            ("name", .string(event.name)),
+            ("timestamp", .uint64(event.timestamp)),
+            ("sequence", .uint64(event.sequence)),
+        ]
+        if let previous = event.previousUser { details.append(("previous-user", .string(previous.rawValue))) }
+        return details
+    }
+}

@@ -1,0 +1,59 @@
+public import Foundation
+
+/// One change of login status for one service.
+public struct LoginEvent: Equatable, Sendable {
+    /// `signed-in` or `signed-out`, as carried by the D-Bus signal.
+    public enum Status: String, Sendable {
+        case signedIn = "signed-in"
+        case signedOut = "signed-out"
+    }
+
+    /// Why the status changed.
+    public enum Reason: String, Sendable {
+        case signIn = "sign-in"
+        case signOut = "sign-out"
+        case `switch` = "switch"
+        case forget = "forget"
+        /// The current state, reported by a listener when it starts (never broadcast).
+        case initial = "initial"
+    }
+
+    public var service: ServiceName
+    public var status: Status
+    /// The account that signed in or out; `nil` only for an `initial` event with nobody signed in.
+    public var user: AccountID?
+    public var reason: Reason
+    /// The display name (may be empty).
+    public var name: String
+    /// Microseconds since the Unix epoch.
+    public var timestamp: UInt64
+    /// The settings `sequence` value of this event.
+    public var sequence: UInt64
+    /// The account signed out by a switch, on the `signed-in` event of that switch.
+    public var previousUser: AccountID?
+
+    public init(service: ServiceName, status: Status, user: AccountID?, reason: Reason, name: String,
+                timestamp: UInt64, sequence: UInt64, previousUser: AccountID? = nil) {
+        self.service = service
+        self.status = status
+        self.user = user
+        self.reason = reason
+        self.name = name
+        self.timestamp = timestamp
+        self.sequence = sequence
+        self.previousUser = previousUser
+    }
+
+    /// Whether the event leaves someone signed in.
+    public var isSignedIn: Bool { status == .signedIn }
+}
+
+extension Notification.Name {
+    /// Posted once per ``LoginEvent``, after the change is stored; `userInfo["event"]` holds it.
+    public static let loginStatusChanged = Notification.Name("io.github.authctl.loginStatusChanged")
+}
+
+extension LoginEvent {
+    /// The `userInfo` key under which ``Notification/Name/loginStatusChanged`` carries the event.
+    public static let userInfoKey = "event"
+}

@@ -1,0 +1,125 @@
+internal import CLibsecret
+import Dispatch
+import Synchronization
+
+/// A GLib error copied into Swift. The `GError` it came from is freed by ``GLibError/take(_:)``,
+/// the only place that frees one.
+struct GLibError: Error, Sendable {
+    enum Domain: Sendable, Equatable {
+        case io, dbus, secret, keyFile, other(String)
+    }
+
+    let domain: Domain
+    let code: Int32
+    let message: String
+    /// The D-Bus error name when the error came from a remote peer
+    /// (e.g. `org.freedesktop.DBus.Error.ServiceUnknown`).
+    let remoteName: String?
+
+    /// `domain:code: message`, for bug reports.
+    var debugDescription: String {
+        let name: String
+        switch domain {
+        case .io: name = "g-io-error-quark"
+        case .dbus: name = "g-dbus-error-quark"
+        case .secret: name = "secret-error"
+        case .keyFile: name = "g-key-file-error-quark"
+        case .other(let quark): name = quark
+        }
+        return "\(name):\(code): \(message)"
+    }
+
+    var isCancelled: Bool { domain == .io && code == Int32(G_IO_ERROR_CANCELLED.rawValue) }
+
+    /// Copies and frees `error`. The corresponding C function is `g_error_free`.
+    static func take(_ error: UnsafeMutablePointer<GError>) -> GLibError {
+        defer { g_error_free(error) }
+        let quark = error.pointee.domain
+        let domain: Domain
+        switch quark {
+        case authctl_io_error_quark(): domain = .io
+        case authctl_dbus_error_quark(): domain = .dbus
+        case authctl_secret_error_quark(): domain = .secret
+        case authctl_key_file_error_quark(): domain = .keyFile
+        default: domain = .other(String(cString: g_quark_to_string(quark)))
+        }
+        var remoteName: String?
+        if g_dbus_error_is_remote_error(error) != 0, let name = g_dbus_error_get_remote_error(error) {
+            remoteName = String(cString: name)
+            g_free(name)
+        }
+        let message = error.pointee.message.map { String(cString: $0) } ?? ""
+        return GLibError(domain: domain, code: error.pointee.code, message: message, remoteName: remoteName)
+    }
+}
+
+/// Calls `body` with a `GError **` and throws what it reports.
+func withGError<T>(_ body: (UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T) throws(GLibError) -> T {
+    var error: UnsafeMutablePointer<GError>?
+    let result = body(&error)
+    if let error { throw GLibError.take(error) }
+    return result
+}
+
+/// Converts a `gchar *` that the caller owns into a `String` and frees it.
+func takeString(_ pointer: UnsafeMutablePointer<gchar>?) -> String? {
+    guard let pointer else { return nil }
+    defer { g_free(pointer) }
+    return String(cString: pointer)
+}
+
+/// A `GCancellable` that cancels itself when its time is up. Every Secret Service and D-Bus
+/// call takes one, because libsecret's sync calls otherwise wait forever for a prompt nobody
+/// sees; cancelling also dismisses such a prompt.
+final class Deadline: @unchecked Sendable {
+    let cancellable: UnsafeMutablePointer<GCancellable>
+    let seconds: Double
+    private final class State: Sendable {
+        let flags = Mutex<(finished: Bool, expired: Bool)>((false, false))
+    }
+    private let state = State()
+    private let timer: DispatchWorkItem
+
+    init(seconds: Double) {
+        let cancellable = g_cancellable_new()!
+        self.cancellable = cancellable
+        self.seconds = seconds
+        let state = self.state
+        // The timer holds no reference to `self`: it may fire while `deinit` runs, so it
+        // checks `finished` under the lock before touching the cancellable.
+        let cancellableAddress = UInt(bitPattern: cancellable)
+        timer = DispatchWorkItem {
+            state.flags.withLock { state in
+                guard !state.finished else { return }
+                state.expired = true
+                g_cancellable_cancel(UnsafeMutablePointer(bitPattern: cancellableAddress))
+            }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+    }
+
+    /// Whether the deadline passed (and the cancellable was cancelled because of it).
+    var expired: Bool { state.flags.withLock { $0.expired } }
+
+    deinit {
+        state.flags.withLock { $0.finished = true }
+        timer.cancel()
+        g_object_unref(cancellable)
+    }
+}
+
+/// An owned reference to a GObject, released when the Swift value goes away.
+final class ObjectRef<Pointee>: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<Pointee>
+
+    /// Takes ownership of a reference the caller already holds (a "transfer full" return).
+    init(taking pointer: UnsafeMutablePointer<Pointee>) { self.pointer = pointer }
+
+    /// Adds a reference to a "transfer none" pointer.
+    init(retaining pointer: UnsafeMutablePointer<Pointee>) {
+        g_object_ref(pointer)
+        self.pointer = pointer
+    }
+
+    deinit { authctl_object_unref(pointer) }
+}

@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Thin adapters over the system calls the settings store needs. The "-1 and errno"
+/// convention becomes ``Posix/Failure`` in exactly one helper, ``Posix/check(_:_:)``.
+enum Posix {
+    struct Failure: Error, Sendable {
+        let call: String
+        let errno: Int32
+        var message: String { String(cString: strerror(errno)) }
+        var isNotFound: Bool { errno == ENOENT }
+    }
+
+    @discardableResult
+    private static func check(_ call: String, _ result: Int32) throws(Failure) -> Int32 {
+        if result == -1 { throw Failure(call: call, errno: errno) }
+        return result
+    }
+
+    struct FileStatus {
+        let mode: mode_t
+        let owner: uid_t
+        var isRegularFile: Bool { mode & S_IFMT == S_IFREG }
+        var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
+        var isSymbolicLink: Bool { mode & S_IFMT == S_IFLNK }
+        var permissions: mode_t { mode & 0o7777 }
+    }
+
+    /// The corresponding C function is `lstat`; `nil` when nothing is at `path`.
+    static func lstatus(_ path: String) throws(Failure) -> FileStatus? {
+        var info = stat()
+        if lstat(path, &info) == -1 {
+            if errno == ENOENT { return nil }
+            throw Failure(call: "lstat", errno: errno)
+        }
+        return FileStatus(mode: info.st_mode, owner: info.st_uid)
+    }
+
+    /// The corresponding C function is `fstat`.
+    static func fstatus(_ descriptor: Int32) throws(Failure) -> FileStatus {
+        var info = stat()
+        try check("fstat", fstat(descriptor, &info))
+        return FileStatus(mode: info.st_mode, owner: info.st_uid)
+    }
+
+    /// The corresponding C function is `mkdir`; an existing entry is not an error.
+    static func makeDirectory(_ path: String, mode: mode_t) throws(Failure) {
+        if mkdir(path, mode) == -1, errno != EEXIST { throw Failure(call: "mkdir", errno: errno) }
+    }
+
+    /// The corresponding C function is `open` (always with `O_CLOEXEC`).
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(Failure) -> Int32 {
+        try check("open", Glibc.open(path, flags | O_CLOEXEC, mode))
+    }
+
+    /// The corresponding C function is `close`.
+    static func close(_ descriptor: Int32) { _ = Glibc.close(descriptor) }
+
+    /// Reads the whole file. The corresponding C function is `read`.
+    static func readAll(_ descriptor: Int32) throws(Failure) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count == -1 {
+                if errno == EINTR { continue }
+                throw Failure(call: "read", errno: errno)
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Writes every byte. The corresponding C function is `write`.
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) throws(Failure) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if count == -1 {
+                if errno == EINTR { continue }
+                throw Failure(call: "write", errno: errno)
+            }
+            offset += count
+        }
+    }
+
+    /// The corresponding C function is `fsync`.
+    static func fsync(_ descriptor: Int32) throws(Failure) { try check("fsync", Glibc.fsync(descriptor)) }
+
+    /// The corresponding C function is `fchmod`.
+    static func fchmod(_ descriptor: Int32, _ mode: mode_t) throws(Failure) { try check("fchmod", Glibc.fchmod(descriptor, mode)) }
+
+    /// The corresponding C function is `rename`.
+    static func rename(_ from: String, _ to: String) throws(Failure) { try check("rename", Glibc.rename(from, to)) }
+
+    /// The corresponding C function is `unlink`.
+    static func unlink(_ path: String) { _ = Glibc.unlink(path) }
+
+    /// Tries once to take an exclusive lock. The corresponding C function is `flock`.
+    static func tryLockExclusive(_ descriptor: Int32) throws(Failure) -> Bool {
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+        if errno == EWOULDBLOCK || errno == EINTR { return false }
+        throw Failure(call: "flock", errno: errno)
+    }
+
+    /// Sleeps for a short back-off while waiting for a lock.
+    static func pause(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
+
+    /// The effective user id. The corresponding C function is `geteuid`.
+    static var effectiveUserID: uid_t { geteuid() }
+
+    /// Cryptographically random bytes: Swift's system generator reads `getrandom(2)` on Linux.
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// Overwrites memory with zeros in a way the compiler may not drop.
+    /// The corresponding C function is `explicit_bzero`.
+    static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        explicit_bzero(base, buffer.count)
+    }
+
+    /// Monotonic time in seconds, for deadlines. The corresponding C function is `clock_gettime`.
+    static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Microseconds since the Unix epoch. The corresponding C function is `clock_gettime`.
+    static func wallClockMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+    }
+}

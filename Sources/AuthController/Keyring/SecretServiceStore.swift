@@ -1,0 +1,187 @@
+internal import CLibsecret
+
+/// The desktop Secret Service (GNOME Keyring) through libsecret. Items live in the default
+/// collection, with the schema `io.github.authctl.Password` and the attributes `service` and
+/// `account`, so `secret-tool lookup service S account A` prints the stored hash.
+///
+/// Every libsecret call runs with its own deadline; a call that may show the unlock prompt
+/// gets ``promptTimeout``, any other ``callTimeout``. When a deadline passes the call is
+/// cancelled, which also dismisses a prompt.
+public struct SecretServiceStore: SecretStore {
+    /// Whether the unlock prompt may be shown (false with `--no-prompt` or without a display).
+    public let promptAllowed: Bool
+    /// Seconds a call that may prompt may take.
+    public let promptTimeout: Double
+    /// Seconds any other call may take.
+    public let callTimeout: Double
+
+    public init(promptAllowed: Bool, promptTimeout: Double = 60, callTimeout: Double = 5) {
+        self.promptAllowed = promptAllowed
+        self.promptTimeout = promptTimeout
+        self.callTimeout = callTimeout
+    }
+
+    public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        let secretService = try connect()
+        return try !search(secretService, service, account, flags: SECRET_SEARCH_NONE).isEmpty
+    }
+
+    public func isLocked() throws(AuthError) -> Bool {
+        Libsecret.collectionIsLocked(try defaultCollection(try connect()))
+    }
+
+    public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
+        let secretService = try connect()
+        try unlockDefaultCollection(secretService)
+        let items = try search(secretService, service, account, flags: SECRET_SEARCH_LOAD_SECRETS)
+        guard let item = items.first else { return nil }
+        if Libsecret.itemIsLocked(item) { throw Self.locked }
+        // An item whose secret is missing or not text reads as an empty secret: the hasher
+        // then refuses it, and the user is told to `forget` it.
+        return Libsecret.itemSecretText(item) ?? ""
+    }
+
+    public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
+        let secretService = try connect()
+        let collection = try unlockDefaultCollection(secretService)
+        let items = try search(secretService, service, account, flags: SECRET_SEARCH_ALL)
+        if let existing = items.first {
+            try call("store the password hash") { (deadline) throws(GLibError) in
+                try Libsecret.itemSetSecret(existing, secret: secret, deadline)
+            }
+            // Never two items for one pair: drop duplicates another tool may have left.
+            for duplicate in items.dropFirst() {
+                try call("delete a duplicate item") { (deadline) throws(GLibError) in try Libsecret.itemDelete(duplicate, deadline) }
+            }
+        } else {
+            try call("store the password hash") { (deadline) throws(GLibError) in
+                try Libsecret.itemCreate(in: collection, attributes: Self.attributes(service, account), label: label,
+                                         secret: secret, deadline)
+            }
+        }
+    }
+
+    public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        let secretService = try connect()
+        let items = try search(secretService, service, account, flags: SECRET_SEARCH_ALL)
+        guard !items.isEmpty else { return false }
+        try unlockDefaultCollection(secretService)
+        for item in items {
+            try call("delete the password hash") { (deadline) throws(GLibError) in try Libsecret.itemDelete(item, deadline) }
+        }
+        return true
+    }
+
+    public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
+        let secretService = try connect()
+        if Libsecret.collectionIsLocked(try defaultCollection(secretService)) { throw Self.lockedForListing }
+        let items = try call("search the keyring") { (deadline) throws(GLibError) in
+            try Libsecret.serviceSearch(secretService, attributes: ["service": service.rawValue], flags: SECRET_SEARCH_ALL, deadline)
+        }
+        if items.contains(where: Libsecret.itemIsLocked) { throw Self.lockedForListing }
+        // Items another tool stored with an account attribute that is not a valid id are skipped.
+        return items.compactMap { Libsecret.itemAttribute($0, "account").flatMap(AccountID.init(rawValue:)) }
+    }
+
+    // MARK: - Steps
+
+    private static let locked = AuthError.unavailable(
+        "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or run in a desktop session without --no-prompt")
+    private static let lockedForListing = AuthError.unavailable(
+        "the keyring is locked, so account ids cannot be listed; unlock the login keyring (e.g. in Seahorse) and try again")
+
+    private static func attributes(_ service: ServiceName, _ account: AccountID) -> KeyValuePairs<String, String> {
+        ["service": service.rawValue, "account": account.rawValue]
+    }
+
+    /// Connects to the session bus and the Secret Service (GIO shares one connection).
+    private func connect() throws(AuthError) -> Libsecret.Service {
+        do {
+            _ = try GDBus.busGet(Deadline(seconds: callTimeout))
+        } catch {
+            throw .unavailable("no session bus (\(error.message)); run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`",
+                               detail: error.debugDescription)
+        }
+        return try call("connect to the Secret Service") { (deadline) throws(GLibError) in try Libsecret.serviceGet(deadline) }
+    }
+
+    private func search(_ secretService: Libsecret.Service, _ service: ServiceName, _ account: AccountID,
+                        flags: SecretSearchFlags) throws(AuthError) -> [Libsecret.Item] {
+        try call("search the keyring") { (deadline) throws(GLibError) in
+            try Libsecret.serviceSearch(secretService, attributes: Self.attributes(service, account), flags: flags, deadline)
+        }
+    }
+
+    private func defaultCollection(_ secretService: Libsecret.Service) throws(AuthError) -> Libsecret.Collection {
+        let collection = try call("find the default collection") { (deadline) throws(GLibError) in
+            try Libsecret.collectionForAlias(secretService, alias: "default", deadline)
+        }
+        guard let collection else {
+            throw .unavailable("the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run in `authctl sandbox`")
+        }
+        return collection
+    }
+
+    /// Makes sure the default collection is unlocked, showing the unlock prompt if allowed.
+    @discardableResult
+    private func unlockDefaultCollection(_ secretService: Libsecret.Service) throws(AuthError) -> Libsecret.Collection {
+        let collection = try defaultCollection(secretService)
+        guard Libsecret.collectionIsLocked(collection) else { return collection }
+        guard promptAllowed else { throw Self.locked }
+        let unlocked = try call("unlock the keyring", timeout: promptTimeout) { (deadline) throws(GLibError) in
+            try Libsecret.serviceUnlock(secretService, collection, deadline)
+        }
+        guard unlocked > 0 else { throw .denied("the keyring unlock prompt was dismissed; the keyring stays locked") }
+        return collection
+    }
+
+    /// Runs one libsecret call under its own deadline and maps its error.
+    private func call<T>(_ what: String, timeout: Double? = nil,
+                         _ body: (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
+        let deadline = Deadline(seconds: timeout ?? callTimeout)
+        do {
+            return try body(deadline)
+        } catch {
+            throw Self.authError(error, deadline: deadline, while: what)
+        }
+    }
+
+    /// The one mapping from a GLib error of the Secret Service to an ``AuthError``.
+    static func authError(_ error: GLibError, deadline: Deadline, while what: String) -> AuthError {
+        let detail = error.debugDescription
+        if error.isCancelled {
+            return .temporaryFailure("could not \(what): the Secret Service did not answer within \(formatSeconds(deadline.seconds)) s; nothing was changed — try again, or raise --keyring-timeout",
+                                     detail: detail)
+        }
+        switch error.remoteName {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
+             "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ChildExited":
+            return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run in `authctl sandbox`",
+                                detail: detail)
+        case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected",
+             "org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.Timeout":
+            return .temporaryFailure("could not \(what): the Secret Service went away mid-call; nothing was changed — try again",
+                                     detail: detail)
+        case "org.freedesktop.Secret.Error.IsLocked":
+            return locked
+        default:
+            break
+        }
+        if error.domain == .secret && error.code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) { return locked }
+        if error.domain == .dbus && [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER].map({ Int32($0.rawValue) }).contains(error.code) {
+            return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run in `authctl sandbox`",
+                                detail: detail)
+        }
+        if (error.domain == .dbus && [G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_TIMED_OUT, G_DBUS_ERROR_TIMEOUT].map({ Int32($0.rawValue) }).contains(error.code))
+            || (error.domain == .io && [G_IO_ERROR_CLOSED, G_IO_ERROR_TIMED_OUT, G_IO_ERROR_BROKEN_PIPE, G_IO_ERROR_CONNECTION_CLOSED].map({ Int32($0.rawValue) }).contains(error.code)) {
+            return .temporaryFailure("could not \(what): the Secret Service went away mid-call; nothing was changed — try again",
+                                     detail: detail)
+        }
+        return .unavailable("could not \(what): \(error.message)", detail: detail)
+    }
+}
+
+/// `5` rather than `5.0`, `0.5` as is.
+func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
+}

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A password as typed or piped in: 1–4096 bytes of UTF-8 without NUL. The bytes live in one
+/// buffer that is wiped when the last copy of the value goes away.
+public struct Password: Sendable, Equatable {
+    /// The longest password accepted, in bytes as read.
+    public static let maximumLength = 4096
+
+    private final class Storage: @unchecked Sendable {
+        let buffer: UnsafeMutableRawBufferPointer
+        init(copying bytes: UnsafeRawBufferPointer) {
+            buffer = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
+            buffer.copyMemory(from: bytes)
+        }
+        deinit {
+            Posix.wipe(buffer)
+            buffer.deallocate()
+        }
+    }
+
+    private let storage: Storage
+    private let count: Int
+
+    /// Validates and copies `bytes`; the caller wipes its own copy.
+    public init(bytes: UnsafeRawBufferPointer) throws(AuthError) {
+        guard bytes.count >= 1 else { throw .invalidInput("invalid password: it is empty") }
+        guard bytes.count <= Self.maximumLength else {
+            throw .invalidInput("invalid password: it is longer than \(Self.maximumLength) bytes")
+        }
+        guard !bytes.contains(0) else { throw .invalidInput("invalid password: it contains a NUL byte") }
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw .invalidInput("invalid password: it is not valid UTF-8")
+        }
+        storage = Storage(copying: bytes)
+        count = bytes.count
+    }
+
+    /// A password from a Swift string (which cannot be wiped; prefer the bytes initialiser).
+    public init(_ text: String) throws(AuthError) {
+        var bytes = Array(text.utf8)
+        defer { bytes.withUnsafeMutableBytes { Posix.wipe($0) } }
+        let result = bytes.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
+        self = try result.get()
+    }
+
+    /// Compares the bytes as read (before normalisation).
+    public static func == (lhs: Password, rhs: Password) -> Bool {
+        lhs.count == rhs.count && memcmp(lhs.storage.buffer.baseAddress!, rhs.storage.buffer.baseAddress!, lhs.count) == 0
+    }
+
+    /// Lends the password's bytes after Unicode NFKC normalisation (NIST SP 800-63B); the
+    /// normalised copy is wiped afterwards.
+    func withNormalizedBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        // Validation guaranteed UTF-8, so normalisation cannot fail.
+        try GLibText.withNFKC(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]), body)!
+    }
+}

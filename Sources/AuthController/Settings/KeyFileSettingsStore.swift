@@ -1,0 +1,208 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The settings file: a GLib key file at `DIRECTORY/settings.ini` with one group per service,
+/// written atomically, guarded by an exclusive `flock` on `DIRECTORY/settings.lock`.
+///
+/// The directory is `$XDG_CONFIG_HOME/authctl`; the caller resolves it (the library reads no
+/// environment variables).
+public struct KeyFileSettingsStore: SettingsStore {
+    /// The folder holding `settings.ini` and `settings.lock`.
+    public let directory: String
+    /// How long to wait for the lock before giving up (exit 75).
+    public let lockTimeout: Double
+
+    public var filePath: String { directory + "/settings.ini" }
+    var lockPath: String { directory + "/settings.lock" }
+    var corruptCopyPath: String { filePath + ".corrupt" }
+
+    public init(directory: String, lockTimeout: Double = 5) {
+        self.directory = directory
+        self.lockTimeout = lockTimeout
+    }
+
+    // MARK: - SettingsStore
+
+    public func read(service: ServiceName) throws(AuthError) -> SettingsRead {
+        guard try checkDirectory(), let bytes = try readFileBytes() else { return SettingsRead(record: SessionRecord()) }
+        do {
+            return SettingsRead(record: try Self.record(in: bytes, service: service))
+        } catch {
+            return SettingsRead(record: SessionRecord(), corruption:
+                "the settings file \(filePath) is corrupt (\(error.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+        }
+    }
+
+    public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
+        try createDirectory()
+        var keyFile = KeyFile()
+        var replacedCopy: String?
+        if let bytes = try readFileBytes() {
+            do {
+                keyFile = try KeyFile(parsing: bytes)
+            } catch {
+                try io("keep the corrupt settings file as \(corruptCopyPath)") { () throws(Posix.Failure) in
+                    try Posix.rename(filePath, corruptCopyPath)
+                }
+                replacedCopy = corruptCopyPath
+            }
+        }
+        let group = service.rawValue
+        if let user = record.user {
+            keyFile.setString(user.rawValue, group: group, key: "user")
+            keyFile.setString(record.name ?? "", group: group, key: "name")
+            keyFile.setString(record.signedInAt ?? "", group: group, key: "signed-in-at")
+        } else {
+            for key in ["user", "name", "signed-in-at"] { keyFile.removeKey(group: group, key: key) }
+        }
+        keyFile.setString(String(record.sequence), group: group, key: "sequence")
+        try writeAtomically(keyFile.data())
+        return replacedCopy
+    }
+
+    public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
+        try createDirectory()
+        let descriptor = try io("open the settings lock \(lockPath)") { () throws(Posix.Failure) in
+            try Posix.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600)
+        }
+        // Closing the descriptor releases the lock.
+        defer { Posix.close(descriptor) }
+        let giveUp = Posix.monotonicSeconds() + lockTimeout
+        var backoff = 1
+        while try !io("lock \(lockPath)", { () throws(Posix.Failure) in try Posix.tryLockExclusive(descriptor) }) {
+            guard Posix.monotonicSeconds() < giveUp else {
+                throw .temporaryFailure("another authctl held the settings lock \(lockPath) for more than \(formatSeconds(lockTimeout)) s; try again")
+            }
+            Posix.pause(milliseconds: backoff)
+            backoff = min(backoff * 2, 20)
+        }
+        return try body()
+    }
+
+    // MARK: - Decoding
+
+    struct Corrupt: Error { let reason: String }
+
+    private static func record(in bytes: [UInt8], service: ServiceName) throws(Corrupt) -> SessionRecord {
+        let keyFile: KeyFile
+        do { keyFile = try KeyFile(parsing: bytes) } catch { throw Corrupt(reason: error.message) }
+        func value(_ key: String) throws(Corrupt) -> String? {
+            do { return try keyFile.string(group: service.rawValue, key: key) } catch {
+                throw Corrupt(reason: "key '\(key)': \(error.message)")
+            }
+        }
+        var record = SessionRecord()
+        if let sequence = try value("sequence") {
+            guard let number = UInt64(sequence) else { throw Corrupt(reason: "'sequence' is not an unsigned integer") }
+            record.sequence = number
+        }
+        guard let user = try value("user"), !user.isEmpty else { return record }
+        guard let account = AccountID(rawValue: user) else { throw Corrupt(reason: "'user' is not a valid account id") }
+        record.user = account
+        let name = try value("name") ?? ""
+        guard (try? DisplayName.validate(name)) != nil else { throw Corrupt(reason: "'name' is not a valid display name") }
+        record.name = name
+        record.signedInAt = try value("signed-in-at")
+        return record
+    }
+
+    // MARK: - Files
+
+    /// Refuses an unsafe directory; returns whether it exists.
+    private func checkDirectory() throws(AuthError) -> Bool {
+        let status = try io("inspect \(directory)") { () throws(Posix.Failure) in try Posix.lstatus(directory) }
+        guard let status else { return false }
+        if status.isSymbolicLink {
+            throw .settingsUnsafe("the settings directory \(directory) is a symbolic link; remove it (`rm \(directory)`) and sign in again")
+        }
+        guard status.isDirectory else {
+            throw .settingsIO("cannot use the settings directory \(directory): it is not a directory; move that file away")
+        }
+        try checkOwnership(status, path: directory, mode: "700")
+        return true
+    }
+
+    private func checkOwnership(_ status: Posix.FileStatus, path: String, mode: String) throws(AuthError) {
+        if status.owner != Posix.effectiveUserID {
+            throw .settingsUnsafe("\(path) is not owned by you; fix it with `chown \(Posix.effectiveUserID) \(path)`")
+        }
+        if status.permissions & 0o022 != 0 {
+            throw .settingsUnsafe("\(path) is writable by group or others; fix it with `chmod \(mode) \(path)`")
+        }
+    }
+
+    /// Creates `$XDG_CONFIG_HOME` and the settings directory (mode 0700) as needed.
+    private func createDirectory() throws(AuthError) {
+        if try checkDirectory() { return }
+        var path = ""
+        for component in directory.split(separator: "/") {
+            path += "/" + component
+            try io("create the settings directory \(path)") { () throws(Posix.Failure) in
+                try Posix.makeDirectory(path, mode: 0o700)
+            }
+        }
+        guard try checkDirectory() else {
+            throw .settingsIO("cannot create the settings directory \(directory)")
+        }
+    }
+
+    /// The file's bytes, or `nil` if it does not exist. Refuses an unsafe file.
+    private func readFileBytes() throws(AuthError) -> [UInt8]? {
+        let descriptor: Int32
+        do {
+            // O_NONBLOCK: a FIFO planted at the path must not hang the command.
+            descriptor = try Posix.open(filePath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        } catch {
+            if error.isNotFound { return nil }
+            if error.errno == ELOOP {
+                throw .settingsUnsafe("the settings file \(filePath) is a symbolic link; remove it (`rm \(filePath)`) and sign in again")
+            }
+            throw .settingsIO("cannot read the settings file \(filePath): \(error.message)")
+        }
+        defer { Posix.close(descriptor) }
+        let status = try io("inspect \(filePath)") { () throws(Posix.Failure) in try Posix.fstatus(descriptor) }
+        guard status.isRegularFile else {
+            throw .settingsUnsafe("the settings file \(filePath) is not a regular file; remove it and sign in again")
+        }
+        try checkOwnership(status, path: filePath, mode: "600")
+        return try io("read the settings file \(filePath)") { () throws(Posix.Failure) in try Posix.readAll(descriptor) }
+    }
+
+    /// Temporary file with a random name, `O_EXCL|O_NOFOLLOW`, fsync, rename, fsync of the
+    /// directory: readers see the old file or the new one, never a part.
+    private func writeAtomically(_ bytes: [UInt8]) throws(AuthError) {
+        let suffix = Posix.randomBytes(8).map { String($0, radix: 16) }.joined()
+        let temporary = "\(directory)/.settings.ini.\(suffix).tmp"
+        let descriptor = try io("write the settings file \(filePath)") { () throws(Posix.Failure) in
+            try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+        }
+        do {
+            try io("write the settings file \(filePath)") { () throws(Posix.Failure) in
+                defer { Posix.close(descriptor) }
+                try Posix.fchmod(descriptor, 0o600)
+                try Posix.writeAll(descriptor, bytes)
+                try Posix.fsync(descriptor)
+            }
+            try io("replace the settings file \(filePath)") { () throws(Posix.Failure) in
+                try Posix.rename(temporary, filePath)
+            }
+        } catch {
+            Posix.unlink(temporary)
+            throw error
+        }
+        // The rename is durable only once the directory entry is on disk.
+        try io("sync the settings directory \(directory)") { () throws(Posix.Failure) in
+            let directoryDescriptor = try Posix.open(directory, O_RDONLY | O_DIRECTORY)
+            defer { Posix.close(directoryDescriptor) }
+            try Posix.fsync(directoryDescriptor)
+        }
+    }
+
+    /// Runs one file-system step; a failure becomes ``AuthError/settingsIO(_:)`` naming the step.
+    private func io<T>(_ what: String, _ body: () throws(Posix.Failure) -> T) throws(AuthError) -> T {
+        do { return try body() } catch {
+            throw .settingsIO("cannot \(what): \(error.message)")
+        }
+    }
+}

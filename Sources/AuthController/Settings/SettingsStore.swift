@@ -1,0 +1,99 @@
+import Synchronization
+
+/// Who is signed in to one service, as the settings file records it.
+public struct SessionRecord: Equatable, Sendable {
+    /// The signed-in account, or `nil` when nobody is.
+    public var user: AccountID?
+    /// The signed-in account's display name.
+    public var name: String?
+    /// When the account signed in (RFC 3339, UTC).
+    public var signedInAt: String?
+    /// The number of the last event of the service; kept after sign-out.
+    public var sequence: UInt64
+
+    public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0) {
+        self.user = user
+        self.name = name
+        self.signedInAt = signedInAt
+        self.sequence = sequence
+    }
+}
+
+/// What reading the settings found.
+public struct SettingsRead: Equatable, Sendable {
+    /// The record of the service (empty when the file is missing or corrupt).
+    public var record: SessionRecord
+    /// Set when the file is corrupt: why, in a message that names the file. The record is then empty.
+    public var corruption: String?
+
+    public init(record: SessionRecord, corruption: String? = nil) {
+        self.record = record
+        self.corruption = corruption
+    }
+}
+
+/// Remembers who is signed in, per service.
+public protocol SettingsStore: Sendable {
+    /// Reads the record of `service` without taking the lock and without ever writing. An
+    /// unsafe file throws (78); a corrupt one is reported in ``SettingsRead/corruption``.
+    func read(service: ServiceName) throws(AuthError) -> SettingsRead
+
+    /// Writes `record` as the group of `service`, keeping every other group and key. A corrupt
+    /// file is first kept aside as `settings.ini.corrupt`; its path is returned then.
+    /// Call under ``withExclusiveLock(_:)``.
+    @discardableResult
+    func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String?
+
+    /// Runs `body` holding the exclusive settings lock, waited for at most a few seconds (75).
+    func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T
+}
+
+/// A ``SettingsStore`` in memory, for tests; can be made corrupt or failing.
+public final class InMemorySettingsStore: SettingsStore {
+    private struct State {
+        var records: [ServiceName: SessionRecord] = [:]
+        var corruption: String?
+        var saveFailure: AuthError?
+        var saves = 0
+    }
+
+    private let state = Mutex(State())
+    private let lock = Mutex(())
+
+    public init() {}
+
+    /// Makes the store read as corrupt until the next save.
+    public func makeCorrupt(_ reason: String) { state.withLock { $0.corruption = reason } }
+
+    /// Makes every later save throw `failure` (or succeed again with `nil`).
+    public func failSaves(with failure: AuthError?) { state.withLock { $0.saveFailure = failure } }
+
+    /// How many saves succeeded.
+    public var saveCount: Int { state.withLock { $0.saves } }
+
+    public func read(service: ServiceName) throws(AuthError) -> SettingsRead {
+        state.withLock { state in
+            if let corruption = state.corruption { return SettingsRead(record: SessionRecord(), corruption: corruption) }
+            return SettingsRead(record: state.records[service] ?? SessionRecord())
+        }
+    }
+
+    public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
+        try state.withLock { (state) throws(AuthError) -> String? in
+            if let failure = state.saveFailure { throw failure }
+            var copy: String?
+            if state.corruption != nil {
+                state.records = [:]
+                state.corruption = nil
+                copy = "memory:settings.ini.corrupt"
+            }
+            state.records[service] = record
+            state.saves += 1
+            return copy
+        }
+    }
+
+    public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
+        try lock.withLock { (_) throws(AuthError) -> T in try body() }
+    }
+}

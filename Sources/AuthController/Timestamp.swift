@@ -1,0 +1,24 @@
+/// RFC 3339 timestamps in UTC, without Foundation's date formatters.
+enum Timestamp {
+    /// `2026-11-22T01:48:31Z` for a time in microseconds since the Unix epoch.
+    static func rfc3339(microseconds: UInt64) -> String {
+        let seconds = Int64(microseconds / 1_000_000)
+        let days = seconds / 86_400
+        let secondOfDay = seconds % 86_400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let shifted = days + 719_468
+        let era = shifted / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int64, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2))Z"
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import AuthController
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `authctl`: sign in and out of a service, with the password hash in the desktop keyring.
+@main
+struct Authctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "authctl",
+        abstract: "Sign in and out on the Linux desktop, with password hashes in the Secret Service.",
+        discussion: """
+            Exit status: 0 success, 1 signed out or nobody signed in, 64 usage, 65 bad input, \
+            69 keyring or bus unavailable, 74 settings I/O, 75 timed out, 77 wrong password, \
+            78 settings corrupt or unsafe.
+            """,
+        version: "0.1.0",
+        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self]
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    /// Parses, runs, and maps every failure to one line on stderr and its exit status.
+    static func main() {
+        let command: ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                Output.line(fullMessage(for: error))
+                Glibc.exit(0)
+            }
+            let message = self.message(for: error)
+            Output.diagnostic((message.isEmpty ? "invalid usage" : message) + " (see `authctl --help`)")
+            Glibc.exit(64)
+        }
+        do {
+            var runnable = command
+            try runnable.run()
+            Glibc.exit(0)
+        } catch let error as AuthError {
+            Output.fail(error)
+        } catch let error as ExitCode {
+            Glibc.exit(error.rawValue)
+        } catch {
+            Output.diagnostic(self.message(for: error))
+            Glibc.exit(64)
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import ArgumentParser
+import AuthController
+
+struct Accounts: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the account ids with a stored password hash; `*` marks the signed-in one.",
+        discussion: "Exit status: 0; 69 when the keyring is locked (account ids cannot be listed then)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Print one JSON array.")
+    var json = false
+
+    func run() throws {
+        let accounts = try global.makeController().accounts()
+        if json {
+            Output.json(.array(accounts.map { .orderedObject([("user", .string($0.id.rawValue)), ("current", .bool($0.isCurrent))]) }))
+        } else {
+            for account in accounts { Output.line((account.isCurrent ? "* " : "  ") + account.id.rawValue) }
+        }
+    }
+}

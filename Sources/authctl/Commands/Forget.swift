@@ -1,0 +1,21 @@
+import ArgumentParser
+import AuthController
+
+struct Forget: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete an account's stored password hash, signing it out if it is signed in.",
+        discussion: "Exit status: 0, also when there was nothing to forget."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The account id.")
+    var account: String
+
+    func run() throws {
+        let controller = try global.makeController()
+        let outcome = try controller.forget(AccountID(validating: account))
+        Output.warnings(outcome)
+        if !outcome.events.isEmpty { Output.line("Signed out of \(controller.service): \(account).") }
+    }
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import AuthController
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct SignIn: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign-in",
+        abstract: "Sign an account in, enrolling it if it has no stored password hash.",
+        discussion: "Exit status: 0 signed in, 77 wrong password (nothing changes)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The account id (e.g. an e-mail address).")
+    var account: String
+
+    @Option(help: ArgumentHelp("Display name (default: your real name from the passwd database).", valueName: "name"))
+    var name: String?
+
+    @Flag(help: "Read the password from standard input up to end of file.")
+    var passwordStdin = false
+
+    func run() throws {
+        try PasswordReader.requireSource(passwordStdin: passwordStdin)
+        let controller = try global.makeController()
+        let account = try AccountID(validating: account)
+        let name = try DisplayName.validate(name ?? Self.defaultDisplayName())
+        let password: Password
+        if passwordStdin {
+            password = try PasswordReader.readStandardInput()
+        } else {
+            let isNew = try !controller.hasStoredPassword(for: account)
+            password = try PasswordReader.read(passwordStdin: false,
+                                               prompt: isNew ? "New password for \(account): " : "Password for \(account): ",
+                                               confirm: isNew)
+        }
+        let outcome = try controller.signIn(account: account, name: name, password: password)
+        Output.warnings(outcome)
+        Output.line(outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(account)."
+                                           : "Signed in to \(controller.service) as \(account).")
+    }
+
+    /// The real name from the passwd GECOS field, else the login name.
+    static func defaultDisplayName() -> String {
+        guard let entry = getpwuid(geteuid()) else { return "" }
+        if let gecos = entry.pointee.pw_gecos,
+           let realName = String(cString: gecos).split(separator: ",", omittingEmptySubsequences: false).first,
+           !realName.isEmpty {
+            return String(realName)
+        }
+        return entry.pointee.pw_name.map { String(cString: $0) } ?? ""
+    }
+}

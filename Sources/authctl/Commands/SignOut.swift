@@ -1,0 +1,24 @@
+import ArgumentParser
+import AuthController
+
+struct SignOut: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign-out",
+        abstract: "Sign the current account out and delete its stored password hash.",
+        discussion: "Exit status: 0, also when nobody was signed in."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Keep the account's stored password hash.")
+    var keepCredentials = false
+
+    func run() throws {
+        let controller = try global.makeController()
+        let outcome = try controller.signOut(keepingCredentials: keepCredentials)
+        Output.warnings(outcome)
+        for event in outcome.events {
+            Output.line("Signed out of \(controller.service): \(event.user?.rawValue ?? "").")
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import AuthController
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show whether someone is signed in. Never prompts; works while the keyring is locked.",
+        discussion: "Exit status: 0 signed in, 1 signed out."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    @Flag(name: [.short, .long], help: "Print nothing; answer with the exit status only.")
+    var quiet = false
+
+    func run() throws {
+        let status = try global.makeController().status()
+        if json {
+            Output.json(.orderedObject([
+                ("service", .string(status.service.rawValue)),
+                ("signedIn", .bool(status.isSignedIn)),
+                ("user", .optional(status.user?.rawValue)),
+                ("name", .optional(status.isSignedIn ? status.name ?? "" : nil)),
+                ("signedInAt", .optional(status.signedInAt)),
+                ("sequence", .number(status.sequence)),
+                ("keyringLocked", .bool(status.keyringLocked)),
+                ("avatarURL", .optional(status.avatarURL)),
+            ]))
+        } else if !quiet {
+            let locked = status.keyringLocked ? " (keyring locked)" : ""
+            if let user = status.user {
+                let name = status.name.map { $0.isEmpty ? "" : " (\($0))" } ?? ""
+                let since = status.signedInAt.map { " since \($0)" } ?? ""
+                Output.line("Signed in to \(status.service) as \(user)\(name)\(since)\(locked)")
+            } else {
+                Output.line("Not signed in to \(status.service)\(locked)")
+            }
+        }
+        if !status.isSignedIn { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import AuthController
+
+struct WhoAmI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "whoami",
+        abstract: "Print the signed-in account id.",
+        discussion: "Exit status: 0, or 1 if nobody is signed in."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    func run() throws {
+        let status = try global.makeController().status()
+        if json {
+            Output.json(.orderedObject([
+                ("service", .string(status.service.rawValue)),
+                ("user", .optional(status.user?.rawValue)),
+                ("name", .optional(status.isSignedIn ? status.name ?? "" : nil)),
+            ]))
+        }
+        guard let user = status.user else {
+            if !json { Output.diagnostic("nobody is signed in to \(status.service)") }
+            throw ExitCode(1)
+        }
+        if !json { Output.line(user.rawValue) }
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import AuthController
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options every command takes, before or after its name.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The service whose accounts to act on (default: $AUTHCTL_SERVICE, else io.github.authctl).", valueName: "name"))
+    var service: String?
+
+    @Flag(name: .long, help: "Never show the keyring's unlock prompt: a locked keyring fails at once (exit 69).")
+    var noPrompt = false
+
+    @Option(name: .long, help: ArgumentHelp("Deadline for each Secret Service call (default: 60 for a call that may prompt, otherwise 5).", valueName: "seconds"))
+    var keyringTimeout: Double?
+
+    func validate() throws {
+        if let keyringTimeout, !(keyringTimeout > 0 && keyringTimeout <= 86_400) {
+            throw ValidationError("--keyring-timeout takes a number of seconds greater than 0 and at most 86400")
+        }
+    }
+
+    /// The service from `--service`, else `AUTHCTL_SERVICE` (empty counts as unset), else the default.
+    func resolvedService() throws(AuthError) -> ServiceName {
+        if let service { return try ServiceName(validating: service) }
+        if let fromEnvironment = environment("AUTHCTL_SERVICE") { return try ServiceName(validating: fromEnvironment) }
+        return .standard
+    }
+
+    /// The settings directory by the XDG Base Directory rules: `$XDG_CONFIG_HOME/authctl`, with
+    /// `$HOME/.config` when it is unset, empty or relative.
+    static func settingsDirectory() -> String {
+        if let configured = environment("XDG_CONFIG_HOME"), configured.hasPrefix("/") {
+            return configured + "/authctl"
+        }
+        return homeDirectory() + "/.config/authctl"
+    }
+
+    private static func homeDirectory() -> String {
+        if let home = environment("HOME") { return home }
+        if let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
+        return "/"
+    }
+
+    /// The unlock prompt needs somewhere to appear.
+    var promptAllowed: Bool {
+        !noPrompt && (environment("DISPLAY") != nil || environment("WAYLAND_DISPLAY") != nil)
+    }
+
+    /// The controller for the real Secret Service, settings file and session bus.
+    func makeController() throws(AuthError) -> AuthController {
+        AuthController(
+            service: try resolvedService(),
+            keyring: SecretServiceStore(promptAllowed: promptAllowed, promptTimeout: keyringTimeout ?? 60,
+                                        callTimeout: keyringTimeout ?? 5),
+            settings: KeyFileSettingsStore(directory: Self.settingsDirectory()),
+            broadcaster: DBusBroadcaster()
+        )
+    }
+}
