@@ -343,6 +343,11 @@ public struct Account: Equatable, Sendable {
     public var id: AccountID
     /// Whether it is the signed-in account.
     public var isCurrent: Bool
+
+    public init(id: AccountID, isCurrent: Bool) {
+        self.id = id
+        self.isCurrent = isCurrent
+    }
 }
 
 /// The login status of a service.

@@ -9,16 +9,19 @@ public struct DBusBroadcaster: EventBroadcaster {
 
     /// How long sending and flushing may take before the command gives up on listeners.
     public let flushTimeout: Double
+    /// The bus to use; `nil` for the session bus.
+    public let busAddress: String?
 
-    public init(flushTimeout: Double = 2) {
+    public init(busAddress: String? = nil, flushTimeout: Double = 2) {
+        self.busAddress = busAddress
         self.flushTimeout = flushTimeout
     }
 
     public func broadcast(_ events: [LoginEvent]) throws(AuthError) {
         guard !events.isEmpty else { return }
-        do {
+        do throws(GLibError) {
             let deadline = Deadline(seconds: flushTimeout)
-            let connection = try GDBus.busGet(deadline)
+            let connection = try GDBus.connect(address: busAddress, deadline)
             for event in events {
                 try GDBus.connectionEmitSignal(connection, path: Self.objectPath, interface: Self.interface,
                                                member: Self.signalName, strings: Self.strings(of: event),

@@ -1,4 +1,7 @@
 internal import CLibsecret
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Thin adapters over GIO's D-Bus API. Named after the C function without its `g_` prefix.
 enum GDBus {
@@ -20,6 +23,12 @@ enum GDBus {
     static func busGet(_ deadline: Deadline) throws(GLibError) -> Connection {
         let connection = try withGError { g_bus_get_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }
         return Connection(taking: connection!)
+    }
+
+    /// The bus at `address`, or the session bus when `address` is `nil`.
+    static func connect(address: String?, _ deadline: Deadline) throws(GLibError) -> Connection {
+        if let address { return try connectionNewForAddress(address, deadline) }
+        return try busGet(deadline)
     }
 
     /// Builds `(s…sa{sv})` and emits it as a broadcast signal (no destination).
@@ -62,5 +71,160 @@ enum GDBus {
                                         Int32(deadline.seconds * 1000), deadline.cancellable, $0)
         }
         if let reply { g_variant_unref(reply) }
+    }
+}
+
+extension GDBus {
+    /// A private connection to the bus at `address` (not GIO's shared one).
+    /// The corresponding C function is `g_dbus_connection_new_for_address_sync`.
+    static func connectionNewForAddress(_ address: String, _ deadline: Deadline) throws(GLibError) -> Connection {
+        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                                         | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        let connection = try withGError {
+            g_dbus_connection_new_for_address_sync(address, flags, nil, deadline.cancellable, $0)
+        }
+        return Connection(taking: connection!)
+    }
+
+    /// Calls a method whose arguments are strings and whose reply's first value is a string,
+    /// object path or boolean (returned as `"true"`/`"false"`).
+    /// The corresponding C function is `g_dbus_connection_call_sync`.
+    static func connectionCall(_ connection: Connection, destination: String, path: String, interface: String,
+                               method: String, strings: [String], _ deadline: Deadline) throws(GLibError) -> String? {
+        var children: [OpaquePointer?] = strings.map { g_variant_new_string($0) }
+        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let reply = try withGError {
+            g_dbus_connection_call_sync(connection.pointer, destination, path, interface, method, parameters, nil,
+                                        G_DBUS_CALL_FLAGS_NO_AUTO_START, Int32(deadline.seconds * 1000),
+                                        deadline.cancellable, $0)
+        }
+        guard let reply else { return nil }
+        defer { g_variant_unref(reply) }
+        guard g_variant_n_children(reply) > 0, let first = g_variant_get_child_value(reply, 0) else { return nil }
+        defer { g_variant_unref(first) }
+        if g_variant_is_of_type(first, authctl_variant_type("b")) != 0 {
+            return g_variant_get_boolean(first) != 0 ? "true" : "false"
+        }
+        if g_variant_is_of_type(first, authctl_variant_type("s")) != 0 || g_variant_is_of_type(first, authctl_variant_type("o")) != 0 {
+            return String(cString: g_variant_get_string(first, nil))
+        }
+        return nil
+    }
+
+    /// A signal as received: its type signature and decoded arguments.
+    struct ReceivedSignal: Sendable {
+        let signature: String
+        let strings: [String]
+        let details: [String: Value]
+    }
+
+    /// Decodes `(s…sa{sv})` parameters (strings and uint64 details only).
+    static func decodeSignal(_ parameters: OpaquePointer) -> ReceivedSignal {
+        let signature = String(cString: g_variant_get_type_string(parameters))
+        var strings: [String] = []
+        var details: [String: Value] = [:]
+        for index in 0..<g_variant_n_children(parameters) {
+            guard let child = g_variant_get_child_value(parameters, index) else { continue }
+            defer { g_variant_unref(child) }
+            if g_variant_is_of_type(child, authctl_variant_type("s")) != 0 {
+                strings.append(String(cString: g_variant_get_string(child, nil)))
+            } else if g_variant_is_of_type(child, authctl_variant_type("a{sv}")) != 0 {
+                for entryIndex in 0..<g_variant_n_children(child) {
+                    guard let entry = g_variant_get_child_value(child, entryIndex) else { continue }
+                    defer { g_variant_unref(entry) }
+                    let key = g_variant_get_child_value(entry, 0)!
+                    let boxed = g_variant_get_child_value(entry, 1)!
+                    let value = g_variant_get_variant(boxed)!
+                    defer { g_variant_unref(key); g_variant_unref(boxed); g_variant_unref(value) }
+                    let name = String(cString: g_variant_get_string(key, nil))
+                    if g_variant_is_of_type(value, authctl_variant_type("s")) != 0 {
+                        details[name] = .string(String(cString: g_variant_get_string(value, nil)))
+                    } else if g_variant_is_of_type(value, authctl_variant_type("t")) != 0 {
+                        details[name] = .uint64(UInt64(g_variant_get_uint64(value)))
+                    }
+                }
+            }
+        }
+        return ReceivedSignal(signature: signature, strings: strings, details: details)
+    }
+}
+
+/// A GLib main loop on a thread of its own, for receiving D-Bus signals. Everything
+/// attached to its context runs on that thread.
+final class MainLoopThread: @unchecked Sendable {
+    let context: OpaquePointer
+    private let loop: OpaquePointer
+    private var thread: pthread_t?
+
+    init() {
+        context = g_main_context_new()
+        loop = g_main_loop_new(context, 0)
+    }
+
+    /// Runs `body` with the loop's context as the thread-default one, so that what it sets
+    /// up (signal subscriptions) is dispatched on the loop's thread.
+    func withContext<T>(_ body: () throws -> T) rethrows -> T {
+        g_main_context_push_thread_default(context)
+        defer { g_main_context_pop_thread_default(context) }
+        return try body()
+    }
+
+    /// Starts the loop on a new thread. The corresponding C function is `g_main_loop_run`.
+    func start() {
+        let unmanaged = Unmanaged.passRetained(self)
+        var handle = pthread_t()
+        pthread_create(&handle, nil, { argument in
+            let this = Unmanaged<MainLoopThread>.fromOpaque(argument!).takeRetainedValue()
+            g_main_context_push_thread_default(this.context)
+            g_main_loop_run(this.loop)
+            g_main_context_pop_thread_default(this.context)
+            return nil
+        }, unmanaged.toOpaque())
+        thread = handle
+    }
+
+    /// Stops the loop and waits for its thread. The corresponding C function is `g_main_loop_quit`.
+    func stop() {
+        g_main_loop_quit(loop)
+        g_main_context_wakeup(context)
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    deinit {
+        g_main_loop_unref(loop)
+        g_main_context_unref(context)
+    }
+}
+
+extension GDBus {
+    /// Receives each matching signal's parameters; called on the main loop's thread.
+    final class SignalHandler: @unchecked Sendable {
+        let receive: (ReceivedSignal) -> Void
+        init(_ receive: @escaping (ReceivedSignal) -> Void) { self.receive = receive }
+    }
+
+    /// Subscribes to broadcast signals matching interface, member, path and `arg0`, from any
+    /// sender. Call inside ``MainLoopThread/withContext(_:)``.
+    /// The corresponding C function is `g_dbus_connection_signal_subscribe`.
+    static func connectionSignalSubscribe(_ connection: Connection, interface: String, member: String, path: String,
+                                          arg0: String, handler: SignalHandler) -> UInt32 {
+        let userData = Unmanaged.passRetained(handler).toOpaque()
+        return g_dbus_connection_signal_subscribe(
+            connection.pointer, nil, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, parameters, userData in
+                guard let parameters, let userData else { return }
+                let handler = Unmanaged<SignalHandler>.fromOpaque(userData).takeUnretainedValue()
+                handler.receive(GDBus.decodeSignal(parameters))
+            },
+            userData,
+            { userData in
+                if let userData { Unmanaged<SignalHandler>.fromOpaque(userData).release() }
+            })
+    }
+
+    /// The corresponding C function is `g_dbus_connection_signal_unsubscribe`.
+    static func connectionSignalUnsubscribe(_ connection: Connection, _ id: UInt32) {
+        g_dbus_connection_signal_unsubscribe(connection.pointer, id)
     }
 }

@@ -109,6 +109,19 @@ enum Posix {
     /// Sleeps for a short back-off while waiting for a lock.
     static func pause(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
 
+    /// A new private directory from a template ending in `XXXXXX`.
+    /// The corresponding C function is `mkdtemp`.
+    static func makeTemporaryDirectory(_ template: String) throws(Failure) -> String {
+        var bytes = Array(template.utf8CString)
+        guard let result = bytes.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw Failure(call: "mkdtemp", errno: errno)
+        }
+        return String(cString: result)
+    }
+
+    /// Sends `signal` to a process. The corresponding C function is `kill`.
+    static func signal(_ process: Int32, _ signal: Int32) { _ = kill(process, signal) }
+
     /// The effective user id. The corresponding C function is `geteuid`.
     static var effectiveUserID: uid_t { geteuid() }
 

@@ -26,11 +26,11 @@ public struct KeyFileSettingsStore: SettingsStore {
 
     public func read(service: ServiceName) throws(AuthError) -> SettingsRead {
         guard try checkDirectory(), let bytes = try readFileBytes() else { return SettingsRead(record: SessionRecord()) }
-        do {
-            return SettingsRead(record: try Self.record(in: bytes, service: service))
-        } catch {
+        switch Self.decode(bytes, service: service) {
+        case .success(let (_, record)): return SettingsRead(record: record)
+        case .failure(let corrupt):
             return SettingsRead(record: SessionRecord(), corruption:
-                "the settings file \(filePath) is corrupt (\(error.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+                "the settings file \(filePath) is corrupt (\(corrupt.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
         }
     }
 
@@ -39,9 +39,10 @@ public struct KeyFileSettingsStore: SettingsStore {
         var keyFile = KeyFile()
         var replacedCopy: String?
         if let bytes = try readFileBytes() {
-            do {
-                keyFile = try KeyFile(parsing: bytes)
-            } catch {
+            switch Self.decode(bytes, service: service) {
+            case .success(let (parsed, _)):
+                keyFile = parsed
+            case .failure:
                 try io("keep the corrupt settings file as \(corruptCopyPath)") { () throws(Posix.Failure) in
                     try Posix.rename(filePath, corruptCopyPath)
                 }
@@ -84,9 +85,16 @@ public struct KeyFileSettingsStore: SettingsStore {
 
     struct Corrupt: Error { let reason: String }
 
-    private static func record(in bytes: [UInt8], service: ServiceName) throws(Corrupt) -> SessionRecord {
-        let keyFile: KeyFile
-        do { keyFile = try KeyFile(parsing: bytes) } catch { throw Corrupt(reason: error.message) }
+    /// The whole key file and the service's record, or why the file is corrupt.
+    private static func decode(_ bytes: [UInt8], service: ServiceName) -> Result<(KeyFile, SessionRecord), Corrupt> {
+        Result { () throws(Corrupt) in
+            let keyFile: KeyFile
+            do throws(GLibError) { keyFile = try KeyFile(parsing: bytes) } catch { throw Corrupt(reason: error.message) }
+            return (keyFile, try record(in: keyFile, service: service))
+        }
+    }
+
+    private static func record(in keyFile: KeyFile, service: ServiceName) throws(Corrupt) -> SessionRecord {
         func value(_ key: String) throws(Corrupt) -> String? {
             do { return try keyFile.string(group: service.rawValue, key: key) } catch {
                 throw Corrupt(reason: "key '\(key)': \(error.message)")

@@ -1,0 +1,176 @@
+import Foundation
+
+/// A throwaway desktop session: a private session bus and an unlocked gnome-keyring with a
+/// fresh default collection, under a new temporary directory that holds `XDG_DATA_HOME`,
+/// `XDG_CONFIG_HOME` and `XDG_RUNTIME_DIR`. The caller's own keyring and settings are never
+/// touched. ``stop(keepingDirectory:)`` stops the daemons and removes the directory.
+///
+/// The bus has no service directories, so nothing is auto-started on it: a Secret Service
+/// that dies stays gone instead of being replaced by one this sandbox does not control.
+public final class DesktopSandbox: @unchecked Sendable {
+    /// The temporary directory.
+    public let directory: String
+    /// The private bus's address (`unix:path=…`).
+    public let busAddress: String
+    private let bus: Process
+    private var keyring: Process?
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// The variables a command in the sandbox needs: `DBUS_SESSION_BUS_ADDRESS` and the XDG folders.
+    public var environment: [String: String] {
+        [
+            "DBUS_SESSION_BUS_ADDRESS": busAddress,
+            "XDG_CONFIG_HOME": directory + "/config",
+            "XDG_DATA_HOME": directory + "/data",
+            "XDG_RUNTIME_DIR": directory + "/runtime",
+        ]
+    }
+
+    /// The keyring daemon's process id, while it runs.
+    public var keyringProcessID: Int32? { lock.withLock { keyring?.processIdentifier } }
+
+    /// Starts `dbus-daemon`, then (with `keyring`) `gnome-keyring-daemon --unlock`, and returns
+    /// once the Secret Service answers on the bus and its `default` alias resolves.
+    /// - Throws: ``AuthError/unavailable(_:detail:)`` when a daemon is missing or does not come
+    ///   up within `startupTimeout` seconds.
+    public init(keyring startKeyring: Bool = true, startupTimeout: Double = 5) throws(AuthError) {
+        let giveUp = Posix.monotonicSeconds() + startupTimeout
+        let dbusDaemon = try Self.executable("dbus-daemon", package: "dbus-daemon")
+        let keyringDaemon = startKeyring ? try Self.executable("gnome-keyring-daemon", package: "gnome-keyring") : nil
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        do {
+            directory = try Posix.makeTemporaryDirectory(base + "/authctl-sandbox.XXXXXX")
+            for folder in ["config", "data", "runtime"] { try Posix.makeDirectory(directory + "/" + folder, mode: 0o700) }
+        } catch {
+            throw .unavailable("cannot create the sandbox directory in \(base): \(error.message)")
+        }
+        busAddress = "unix:path=\(directory)/runtime/bus"
+        let configuration = directory + "/bus.conf"
+        do {
+            try Self.busConfiguration(socket: directory + "/runtime/bus")
+                .write(toFile: configuration, atomically: true, encoding: .utf8)
+        } catch {
+            throw .unavailable("cannot write the sandbox bus configuration: \(error.localizedDescription)")
+        }
+        bus = Process()
+        bus.executableURL = URL(fileURLWithPath: dbusDaemon)
+        bus.arguments = ["--config-file=\(configuration)", "--nofork", "--nopidfile"]
+        bus.standardInput = FileHandle.nullDevice
+        bus.standardOutput = FileHandle.nullDevice
+        do {
+            try bus.run()
+            let connection = try waitForBus(until: giveUp)
+            if let keyringDaemon {
+                try launchKeyring(keyringDaemon)
+                try waitForSecretService(connection, until: giveUp)
+            }
+        } catch {
+            stop()
+            throw (error as? AuthError) ?? .unavailable("cannot start the sandbox: \(error)")
+        }
+    }
+
+    deinit { stop() }
+
+    /// Stops the daemons (SIGTERM, then waits) and removes the directory unless kept.
+    public func stop(keepingDirectory: Bool = false) {
+        let (keyring, alreadyStopped) = lock.withLock { () -> (Process?, Bool) in
+            defer { stopped = true }
+            return (self.keyring, stopped)
+        }
+        guard !alreadyStopped else { return }
+        for process in [keyring, bus].compactMap({ $0 }) where process.isRunning {
+            // A stopped daemon (SIGSTOP in a test) must be continued to act on SIGTERM.
+            Posix.signal(process.processIdentifier, SIGCONT)
+            process.terminate()
+            process.waitUntilExit()
+        }
+        if !keepingDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    // MARK: - Steps
+
+    private static func executable(_ name: String, package: String) throws(AuthError) -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for folder in path.split(separator: ":") where folder.hasPrefix("/") {
+            let candidate = "\(folder)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw .unavailable("\(name) is not on PATH; install the Debian package \(package) (`apt-get install \(package)`)")
+    }
+
+    private static func busConfiguration(socket: String) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+
+        """
+    }
+
+    private func launchKeyring(_ path: String) throws(AuthError) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--foreground", "--unlock", "--components=secrets"]
+        var variables = ProcessInfo.processInfo.environment
+        for (key, value) in environment { variables[key] = value }
+        variables.removeValue(forKey: "DISPLAY")
+        variables.removeValue(forKey: "WAYLAND_DISPLAY")
+        process.environment = variables
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw .unavailable("cannot start gnome-keyring-daemon: \(error.localizedDescription)")
+        }
+        lock.withLock { keyring = process }
+        // The unlock password of the throwaway login keyring, read up to end of file.
+        let password = Posix.randomBytes(16).map { String($0, radix: 16) }.joined()
+        input.fileHandleForWriting.write(Data(password.utf8))
+        try? input.fileHandleForWriting.close()
+    }
+
+    private func waitForBus(until giveUp: Double) throws(AuthError) -> GDBus.Connection {
+        while true {
+            if !bus.isRunning { throw .unavailable("dbus-daemon exited at start-up (status \(bus.terminationStatus))") }
+            if let connection = try? GDBus.connectionNewForAddress(busAddress, Deadline(seconds: 1)) { return connection }
+            guard Posix.monotonicSeconds() < giveUp else { throw .unavailable("dbus-daemon did not come up within the start-up deadline") }
+            Posix.pause(milliseconds: 10)
+        }
+    }
+
+    private func waitForSecretService(_ connection: GDBus.Connection, until giveUp: Double) throws(AuthError) {
+        while true {
+            if let keyring = lock.withLock({ keyring }), !keyring.isRunning {
+                throw .unavailable("gnome-keyring-daemon exited at start-up (status \(keyring.terminationStatus))")
+            }
+            let deadline = Deadline(seconds: 1)
+            let owned = try? GDBus.connectionCall(connection, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                  interface: "org.freedesktop.DBus", method: "NameHasOwner",
+                                                  strings: ["org.freedesktop.secrets"], deadline)
+            if owned == "true" {
+                let alias = try? GDBus.connectionCall(connection, destination: "org.freedesktop.secrets",
+                                                      path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                                                      method: "ReadAlias", strings: ["default"], deadline)
+                if let alias, alias != "/" { return }
+            }
+            guard Posix.monotonicSeconds() < giveUp else {
+                throw .unavailable("gnome-keyring-daemon did not offer a default collection within the start-up deadline")
+            }
+            Posix.pause(milliseconds: 10)
+        }
+    }
+}

@@ -1,0 +1,303 @@
+import AuthController
+import Foundation
+import Synchronization
+import Testing
+
+/// The controller on in-memory stores: no bus, no keyring, no disk.
+final class Fixture: Sendable {
+    let keyring = InMemorySecretStore()
+    let settings = InMemorySettingsStore()
+    let broadcaster = RecordingBroadcaster()
+    let center = NotificationCenter()
+    let controller: AuthController
+    let service = ServiceName(rawValue: "test.service")!
+
+    init() {
+        controller = AuthController(service: service, keyring: keyring, settings: settings,
+                                    hasher: Argon2idHasher(parameters: .init(memoryKiB: 64, iterations: 2, parallelism: 1)),
+                                    broadcaster: broadcaster, notificationCenter: center, clock: { 1_795_000_000_123_456 })
+    }
+
+    func account(_ text: String) -> AccountID { AccountID(rawValue: text)! }
+    func password(_ text: String) -> Password { try! Password(text) }
+
+    @discardableResult
+    func signIn(_ account: String, _ password: String = "pw", name: String = "") throws -> ChangeOutcome {
+        try controller.signIn(account: self.account(account), name: name, password: self.password(password))
+    }
+
+    /// (status, user, reason, sequence, previous-user) of every broadcast so far.
+    var trail: [String] {
+        broadcaster.events.map { event in
+            "\(event.status.rawValue) \(event.user?.rawValue ?? "-") \(event.reason.rawValue) #\(event.sequence)"
+                + (event.previousUser.map { " after \($0)" } ?? "")
+        }
+    }
+}
+
+@Suite("AuthController on in-memory stores")
+struct ControllerTests {
+    @Test("sign-in enrols, then verifies; status and currentUser follow")
+    func enrolThenVerify() throws {
+        let fixture = Fixture()
+        #expect(!fixture.controller.isSignedIn)
+        try fixture.signIn("alice@example.org", "pw1", name: "Alice")
+        #expect(fixture.controller.isSignedIn)
+        #expect(fixture.controller.currentUser == User(name: "Alice", email: "alice@example.org"))
+        let status = try fixture.controller.status()
+        #expect(status.signedInAt == "2026-11-18T11:06:40Z")
+        #expect(status.sequence == 1)
+        try fixture.controller.signOut(keepingCredentials: true)
+        #expect(throws: AuthError.denied("wrong password for alice@example.org")) { try fixture.signIn("alice@example.org", "pw2") }
+        try fixture.signIn("alice@example.org", "pw1")
+        #expect(fixture.trail == ["signed-in alice@example.org sign-in #1", "signed-out alice@example.org sign-out #2",
+                                  "signed-in alice@example.org sign-in #3"])
+    }
+
+    @Test("the original API: signIn(_:password:) and signOut()")
+    func originalAPI() throws {
+        let fixture = Fixture()
+        try fixture.controller.signIn(User(name: "Bob", email: "bob@example.org"), password: "secret")
+        #expect(fixture.controller.currentUser?.email == "bob@example.org")
+        try fixture.controller.signOut()
+        #expect(fixture.controller.currentUser == nil)
+        #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("bob@example.org")) == false)
+        #expect(throws: AuthError.self) { try fixture.controller.signIn(User(name: "", email: " bad"), password: "x") }
+    }
+
+    @Test("a switch is two events; signing in again as the same account is none")
+    func switchAccounts() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a", name: "A")
+        try fixture.signIn("b", name: "B")
+        let again = try fixture.signIn("b")
+        #expect(again.events.isEmpty)
+        #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a switch #2", "signed-in b switch #3 after a"])
+        #expect(fixture.broadcaster.events[1].name == "A")
+        #expect(fixture.broadcaster.events[2].name == "B")
+        #expect(try fixture.controller.status().sequence == 3)
+    }
+
+    @Test("sign-out: one event; nobody signed in: none, with a note; sequence is kept")
+    func signOut() throws {
+        let fixture = Fixture()
+        let nobody = try fixture.controller.signOut(keepingCredentials: false)
+        #expect(nobody.events.isEmpty && nobody.warnings == ["nobody is signed in to test.service"])
+        try fixture.signIn("a")
+        try fixture.controller.signOut(keepingCredentials: false)
+        #expect(try !fixture.keyring.containsItem(service: fixture.service, account: fixture.account("a")))
+        #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a sign-out #2"])
+        #expect(try fixture.controller.status().sequence == 2)
+    }
+
+    @Test("--keep-credentials keeps the hash")
+    func keepCredentials() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        try fixture.controller.signOut(keepingCredentials: true)
+        #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("a")))
+    }
+
+    @Test("forget: signed in → one event with reason forget; otherwise none; idempotent")
+    func forget() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        try fixture.signIn("b")
+        let other = try fixture.controller.forget(fixture.account("a"))
+        #expect(other.events.isEmpty)
+        try fixture.controller.forget(fixture.account("b"))
+        let twice = try fixture.controller.forget(fixture.account("b"))
+        #expect(twice.events.isEmpty)
+        #expect(fixture.trail.suffix(1) == ["signed-out b forget #4"])
+        #expect(try fixture.controller.accounts().isEmpty)
+        #expect(!fixture.controller.isSignedIn)
+    }
+
+    @Test("stale state: the settings name a user whose item is gone → signed out, cleared without an event")
+    func staleState() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        try fixture.keyring.deleteItem(service: fixture.service, account: fixture.account("a"))
+        #expect(try fixture.controller.status().isSignedIn == false)
+        let outcome = try fixture.controller.signOut(keepingCredentials: false)
+        #expect(outcome.events.isEmpty)
+        #expect(try fixture.settings.read(service: fixture.service).record.user == nil)
+        #expect(fixture.trail == ["signed-in a sign-in #1"])
+    }
+
+    @Test("sign-in over stale state is a plain sign-in, not a switch")
+    func signInOverStale() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        try fixture.keyring.deleteItem(service: fixture.service, account: fixture.account("a"))
+        try fixture.signIn("b")
+        #expect(fixture.trail.last == "signed-in b sign-in #2")
+    }
+
+    @Test("a settings write that fails after enrolment removes the new hash and sends nothing")
+    func rollbackNewHash() throws {
+        let fixture = Fixture()
+        fixture.settings.failSaves(with: .settingsIO("disk full"))
+        #expect(throws: AuthError.settingsIO("disk full")) { try fixture.signIn("a") }
+        #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("a")) == false)
+        #expect(fixture.broadcaster.events.isEmpty)
+    }
+
+    @Test("a settings write that fails after sign-out restores the hash")
+    func rollbackSignOut() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a", "pw")
+        fixture.settings.failSaves(with: .settingsIO("disk full"))
+        #expect(throws: AuthError.self) { try fixture.controller.signOut(keepingCredentials: false) }
+        #expect(throws: AuthError.self) { try fixture.controller.forget(fixture.account("a")) }
+        fixture.settings.failSaves(with: nil)
+        #expect(fixture.controller.currentUser?.email == "a")
+        try fixture.signIn("a", "pw")  // the hash is still the one that verifies
+        #expect(fixture.broadcaster.events.count == 1)
+    }
+
+    @Test("wrong password: 77, nothing changes, no event")
+    func wrongPassword() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a", "right")
+        try fixture.signIn("b", "other")
+        let before = try fixture.settings.read(service: fixture.service)
+        #expect(throws: AuthError.denied("wrong password for a")) { try fixture.signIn("a", "wrong") }
+        #expect(try fixture.settings.read(service: fixture.service) == before)
+        #expect(fixture.broadcaster.events.count == 3)
+    }
+
+    @Test("a stored secret that is not an authctl hash: 65 naming the account and `forget`")
+    func foreignSecret() throws {
+        let fixture = Fixture()
+        try fixture.keyring.store("plain-text", service: fixture.service, account: fixture.account("a"), label: "x")
+        #expect {
+            try fixture.signIn("a")
+        } throws: { error in
+            (error as? AuthError)?.exitCode == 65 && "\(error)".contains("authctl forget a")
+        }
+        #expect(fixture.broadcaster.events.isEmpty)
+    }
+
+    @Test("verify: match, mismatch (77), nobody (1), and upgrade of a weak hash")
+    func verify() throws {
+        let fixture = Fixture()
+        #expect(throws: AuthError.notSignedIn("nobody is signed in to test.service")) { try fixture.controller.verify(fixture.password("x")) }
+        let weak = try Argon2idHasher(parameters: .init(memoryKiB: 32, iterations: 1, parallelism: 1)).hash(fixture.password("pw"))
+        try fixture.keyring.store(weak, service: fixture.service, account: fixture.account("a"), label: "x")
+        try fixture.signIn("a", "pw")
+        let upgraded = try #require(try fixture.keyring.secret(service: fixture.service, account: fixture.account("a")))
+        #expect(upgraded.contains("m=64,t=2,p=1"))
+        try fixture.controller.verify(fixture.password("pw"))
+        #expect(throws: AuthError.denied("wrong password for a")) { try fixture.controller.verify(fixture.password("nope")) }
+    }
+
+    @Test("an upgrade that cannot be stored is a warning, and the sign-in stands")
+    func upgradeStoreFails() throws {
+        let fixture = Fixture()
+        let weak = try Argon2idHasher(parameters: .init(memoryKiB: 32, iterations: 1, parallelism: 1)).hash(fixture.password("pw"))
+        try fixture.keyring.store(weak, service: fixture.service, account: fixture.account("a"), label: "x")
+        let failing = FailingStoreKeyring(wrapping: fixture.keyring)
+        let controller = AuthController(service: fixture.service, keyring: failing, settings: fixture.settings,
+                                        hasher: Argon2idHasher(parameters: .init(memoryKiB: 64, iterations: 2, parallelism: 1)),
+                                        broadcaster: fixture.broadcaster, notificationCenter: fixture.center)
+        let outcome = try controller.signIn(account: fixture.account("a"), name: "", password: fixture.password("pw"))
+        #expect(outcome.events.count == 1)
+        #expect(outcome.warnings.count == 1 && outcome.warnings[0].contains("stronger password hash"))
+        #expect(try fixture.keyring.secret(service: fixture.service, account: fixture.account("a")) == weak)
+    }
+
+    @Test("a broadcast that fails is a warning; the change stands")
+    func broadcastFails() throws {
+        let fixture = Fixture()
+        fixture.broadcaster.failBroadcasts(with: .unavailable("listeners were not notified: bus gone"))
+        let outcome = try fixture.signIn("a")
+        #expect(outcome.warnings == ["listeners were not notified: bus gone"])
+        #expect(fixture.controller.isSignedIn)
+    }
+
+    @Test("corrupt settings: status refuses (78); sign-in replaces them; sign-out replaces them without deleting or an event")
+    func corruptSettings() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        fixture.settings.makeCorrupt("the settings file is corrupt")
+        #expect(throws: AuthError.settingsUnsafe("the settings file is corrupt")) { try fixture.controller.status() }
+        #expect(throws: AuthError.settingsUnsafe("the settings file is corrupt")) { try fixture.controller.forget(fixture.account("a")) }
+        #expect(throws: AuthError.settingsUnsafe("the settings file is corrupt")) { try fixture.controller.accounts() }
+        let signOut = try fixture.controller.signOut(keepingCredentials: false)
+        #expect(signOut.events.isEmpty && signOut.warnings.count == 2)
+        #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("a")))
+        #expect(try fixture.controller.status().sequence == 0)
+        fixture.settings.makeCorrupt("corrupt again")
+        let signIn = try fixture.signIn("a")
+        #expect(signIn.warnings.contains { $0.contains("corrupt") })
+        #expect(signIn.events.map(\.sequence) == [1])
+    }
+
+    @Test("accounts: sorted, current marked; a locked keyring is 69 for accounts but not for status")
+    func accountsAndLocked() throws {
+        let fixture = Fixture()
+        try fixture.signIn("zed")
+        try fixture.signIn("amy")
+        #expect(try fixture.controller.accounts() == [Account(id: fixture.account("amy"), isCurrent: true),
+                                                      Account(id: fixture.account("zed"), isCurrent: false)])
+        fixture.keyring.setLocked(true)
+        #expect(throws: AuthError.self) { try fixture.controller.accounts() }
+        let status = try fixture.controller.status()
+        #expect(status.isSignedIn && status.keyringLocked)
+    }
+
+    @Test("services never see each other's accounts")
+    func serviceIsolation() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        let other = AuthController(service: ServiceName(rawValue: "other")!, keyring: fixture.keyring, settings: fixture.settings,
+                                   broadcaster: fixture.broadcaster)
+        #expect(try other.accounts().isEmpty)
+        #expect(!other.isSignedIn)
+    }
+
+    @Test("events are posted on the NotificationCenter and yielded to streams, in order")
+    func inProcessEvents() async throws {
+        let fixture = Fixture()
+        let received = Mutex<[LoginEvent]>([])
+        let token = fixture.center.addObserver(forName: .loginStatusChanged, object: nil, queue: nil) { note in
+            if let event = note.userInfo?[LoginEvent.userInfoKey] as? LoginEvent { received.withLock { $0.append(event) } }
+        }
+        defer { fixture.center.removeObserver(token) }
+        let stream = fixture.controller.events()
+        try fixture.signIn("a")
+        try fixture.signIn("b")
+        try fixture.controller.signOut(keepingCredentials: false)
+        #expect(received.withLock { $0 } == fixture.broadcaster.events)
+        var streamed: [LoginEvent] = []
+        for await event in stream {
+            streamed.append(event)
+            if streamed.count == 4 { break }
+        }
+        #expect(streamed == fixture.broadcaster.events)
+        #expect(streamed.map(\.sequence) == [1, 2, 3, 4])
+    }
+
+    @Test("the avatar URL is the Gravatar MD5 of the trimmed, lower-cased id")
+    func avatar() throws {
+        let status = LoginStatus(service: .standard, user: AccountID(rawValue: "MyEmailAddress@example.com")!, sequence: 1,
+                                 keyringLocked: false)
+        #expect(status.avatarURL == "https://www.gravatar.com/avatar/0bc83cb571cd1c50ba6f3e8a78ef1346")
+        #expect(LoginStatus(service: .standard, sequence: 0, keyringLocked: false).avatarURL == nil)
+    }
+}
+
+/// Passes everything through to a store but refuses to store.
+final class FailingStoreKeyring: SecretStore {
+    let inner: InMemorySecretStore
+    init(wrapping inner: InMemorySecretStore) { self.inner = inner }
+    func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool { try inner.containsItem(service: service, account: account) }
+    func isLocked() throws(AuthError) -> Bool { try inner.isLocked() }
+    func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? { try inner.secret(service: service, account: account) }
+    func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
+        throw .unavailable("store refused")
+    }
+    func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool { try inner.deleteItem(service: service, account: account) }
+    func accounts(service: ServiceName) throws(AuthError) -> [AccountID] { try inner.accounts(service: service) }
+}

@@ -1,0 +1,187 @@
+@testable import AuthController
+import Foundation
+import Testing
+
+/// The key-file settings store on a temporary folder of its own.
+struct SettingsFolder: ~Copyable {
+    let root: String
+    var directory: String { root + "/config/authctl" }
+    var file: String { directory + "/settings.ini" }
+    var store: KeyFileSettingsStore { KeyFileSettingsStore(directory: directory, lockTimeout: 0.3) }
+    let service = ServiceName(rawValue: "svc")!
+
+    init() {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-settings-" + UUID().uuidString).path
+        try! FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    func write(_ text: String, mode: Int = 0o600) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try text.write(toFile: file, atomically: false, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file)
+    }
+
+    func contents() throws -> String { try String(contentsOfFile: file, encoding: .utf8) }
+}
+
+@Suite("Settings file (SPEC §4)")
+struct SettingsFileTests {
+    let alice = AccountID(rawValue: "alice@example.org")!
+
+    @Test("a missing file reads as nobody signed in and is not created by reading")
+    func missing() throws {
+        let folder = SettingsFolder()
+        #expect(try folder.store.read(service: folder.service) == SettingsRead(record: SessionRecord()))
+        #expect(!FileManager.default.fileExists(atPath: folder.directory))
+    }
+
+    @Test("writes create the folder 0700 and the file 0600, round-trip, and leave no temporary file")
+    func roundTrip() throws {
+        let folder = SettingsFolder()
+        let record = SessionRecord(user: alice, name: " Ä \"q\" $(x) `y` \\", signedInAt: "2026-11-22T01:00:00Z", sequence: 7)
+        try folder.store.withExclusiveLock { () throws(AuthError) in _ = try folder.store.save(record, service: folder.service) }
+        #expect(try folder.mode(folder.directory) == 0o700)
+        #expect(try folder.mode(folder.file) == 0o600)
+        #expect(try folder.store.read(service: folder.service).record == record)
+        let entries = try FileManager.default.contentsOfDirectory(atPath: folder.directory).sorted()
+        #expect(entries == ["settings.ini", "settings.lock"])
+        let text = try folder.contents()
+        #expect(text.contains("[svc]\nuser=alice@example.org\n"))
+        #expect(text.contains("sequence=7\n"))
+    }
+
+    @Test("signing out keeps the sequence and drops the user keys")
+    func signedOut() throws {
+        let folder = SettingsFolder()
+        _ = try folder.store.save(SessionRecord(user: alice, name: "A", signedInAt: "t", sequence: 3), service: folder.service)
+        _ = try folder.store.save(SessionRecord(sequence: 4), service: folder.service)
+        #expect(try folder.contents() == "[svc]\nsequence=4\n")
+    }
+
+    @Test("unknown groups, keys and comments are preserved")
+    func preservesUnknown() throws {
+        let folder = SettingsFolder()
+        try folder.write("# my notes\n[other.service]\nuser=bob\nsequence=9\n\n[svc]\ncolour=blue\nsequence=1\n")
+        _ = try folder.store.save(SessionRecord(user: alice, name: "", signedInAt: "t", sequence: 2), service: folder.service)
+        let text = try folder.contents()
+        #expect(text.hasPrefix("# my notes\n"))
+        #expect(text.contains("[other.service]\nuser=bob\nsequence=9\n"))
+        #expect(text.contains("colour=blue"))
+        #expect(try folder.store.read(service: ServiceName(rawValue: "other.service")!).record.user?.rawValue == "bob")
+    }
+
+    @Test("corrupt files are reported with their path and replaced only by a save, which keeps a copy", arguments: [
+        "not a key file\u{1}", "[svc]\nsequence=minus one\n", "[svc]\nuser=\\sleading\n", "[svc\n", "[svc]\nuser=a\nname=a\\tb\n",
+    ])
+    func corrupt(_ text: String) throws {
+        let folder = SettingsFolder()
+        try folder.write(text)
+        let read = try folder.store.read(service: folder.service)
+        #expect(read.corruption?.contains(folder.file) == true)
+        #expect(try folder.contents() == text)  // reads never rewrite it
+        let copy = try folder.store.save(SessionRecord(), service: folder.service)
+        #expect(copy == folder.file + ".corrupt")
+        #expect(try String(contentsOfFile: folder.file + ".corrupt", encoding: .utf8) == text)
+        #expect(try folder.store.read(service: folder.service) == SettingsRead(record: SessionRecord()))
+    }
+
+    @Test("a symlink is refused with 78 and the fix")
+    func symlink() throws {
+        let folder = SettingsFolder()
+        try folder.write("[svc]\nsequence=1\n")
+        try FileManager.default.moveItem(atPath: folder.file, toPath: folder.root + "/elsewhere.ini")
+        try FileManager.default.createSymbolicLink(atPath: folder.file, withDestinationPath: folder.root + "/elsewhere.ini")
+        #expect(throws: AuthError.settingsUnsafe("the settings file \(folder.file) is a symbolic link; remove it (`rm \(folder.file)`) and sign in again")) {
+            try folder.store.read(service: folder.service)
+        }
+        #expect(throws: AuthError.self) { try folder.store.save(SessionRecord(), service: folder.service) }
+        #expect(try String(contentsOfFile: folder.root + "/elsewhere.ini", encoding: .utf8) == "[svc]\nsequence=1\n")
+    }
+
+    @Test("a file writable by group or others is refused with the chmod to run", arguments: [0o620, 0o602, 0o666])
+    func groupWritable(_ mode: Int) throws {
+        let folder = SettingsFolder()
+        try folder.write("[svc]\nsequence=1\n", mode: mode)
+        #expect(throws: AuthError.settingsUnsafe("\(folder.file) is writable by group or others; fix it with `chmod 600 \(folder.file)`")) {
+            try folder.store.read(service: folder.service)
+        }
+    }
+
+    @Test("a file owned by someone else is refused with the chown to run")
+    func foreignOwner() throws {
+        let folder = SettingsFolder()
+        try folder.write("[svc]\nsequence=1\n")
+        guard chown(folder.file, 65534, 65534) == 0 else {
+            // Only root can give a file away; an unprivileged run checks the rule on the other path.
+            #expect(getuid() != 0)
+            return
+        }
+        #expect {
+            try folder.store.read(service: folder.service)
+        } throws: { error in
+            (error as? AuthError)?.exitCode == 78 && "\(error)".contains("chown")
+        }
+    }
+
+    @Test("not a regular file: 78")
+    func directoryAsFile() throws {
+        let folder = SettingsFolder()
+        try FileManager.default.createDirectory(atPath: folder.file, withIntermediateDirectories: true)
+        #expect(throws: AuthError.self) { try folder.store.read(service: folder.service) }
+    }
+
+    @Test("a file where the settings folder must be: 74 with the path")
+    func fileInsteadOfDirectory() throws {
+        let folder = SettingsFolder()
+        try FileManager.default.createDirectory(atPath: folder.root + "/config", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: folder.directory, contents: Data("x".utf8))
+        #expect {
+            try folder.store.withExclusiveLock { () throws(AuthError) in _ = try folder.store.save(SessionRecord(), service: folder.service) }
+        } throws: { error in
+            (error as? AuthError)?.exitCode == 74 && "\(error)".contains(folder.directory)
+        }
+        let blocked = KeyFileSettingsStore(directory: folder.directory + "/nested")
+        #expect(throws: AuthError.self) { try blocked.save(SessionRecord(), service: folder.service) }
+    }
+
+    @Test("the lock is exclusive across descriptors and gives up with 75")
+    func lockTimeout() async throws {
+        let folder = SettingsFolder()
+        let store = folder.store
+        let holding = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        let holder = Thread {
+            try? store.withExclusiveLock { () throws(AuthError) in
+                holding.continuation.yield()
+                // Blocks this thread until the test is done with the contended attempt.
+                let semaphore = DispatchSemaphore(value: 0)
+                Task { for await _ in release.stream { break }; semaphore.signal() }
+                semaphore.wait()
+            }
+        }
+        holder.start()
+        for await _ in holding.stream { break }
+        let started = Date()
+        #expect {
+            try store.withExclusiveLock { () throws(AuthError) in }
+        } throws: { error in
+            (error as? AuthError)?.exitCode == 75
+        }
+        #expect(Date().timeIntervalSince(started) >= 0.3)
+        release.continuation.yield()
+    }
+
+    @Test("timestamps are RFC 3339 UTC")
+    func timestamps() {
+        #expect(Timestamp.rfc3339(microseconds: 0) == "1970-01-01T00:00:00Z")
+        #expect(Timestamp.rfc3339(microseconds: 951_782_400_000_000) == "2000-02-29T00:00:00Z")
+        #expect(Timestamp.rfc3339(microseconds: 1_795_000_000_999_999) == "2026-11-18T11:06:40Z")
+    }
+}
