@@ -16,36 +16,29 @@ struct Authctl: ParsableCommand {
             78 settings corrupt or unsafe.
             """,
         version: "0.1.0",
-        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self]
+        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Sandbox.self]
     )
 
     @OptionGroup var global: GlobalOptions
 
     /// Parses, runs, and maps every failure to one line on stderr and its exit status.
     static func main() {
-        let command: ParsableCommand
         do {
-            command = try parseAsRoot()
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success {
-                Output.line(fullMessage(for: error))
-                Glibc.exit(0)
-            }
-            let message = self.message(for: error)
-            Output.diagnostic((message.isEmpty ? "invalid usage" : message) + " (see `authctl --help`)")
-            Glibc.exit(64)
-        }
-        do {
-            var runnable = command
-            try runnable.run()
+            var command = try parseAsRoot()
+            try command.run()
             Glibc.exit(0)
         } catch let error as AuthError {
             Output.fail(error)
         } catch let error as ExitCode {
             Glibc.exit(error.rawValue)
         } catch {
-            Output.diagnostic(self.message(for: error))
+            // Help and version requests arrive as errors too; they are not failures.
+            if exitCode(for: error) == .success {
+                Output.line(fullMessage(for: error))
+                Glibc.exit(0)
+            }
+            let message = self.message(for: error)
+            Output.diagnostic((message.isEmpty ? "invalid usage" : message) + " (see `authctl --help`)")
             Glibc.exit(64)
         }
     }

@@ -12,8 +12,8 @@ public final class DesktopSandbox: @unchecked Sendable {
     public let directory: String
     /// The private bus's address (`unix:path=…`).
     public let busAddress: String
-    private let bus: Process
-    private var keyring: Process?
+    private let bus: ChildProcess
+    private var keyring: ChildProcess?
     private let lock = NSLock()
     private var stopped = false
 
@@ -28,7 +28,7 @@ public final class DesktopSandbox: @unchecked Sendable {
     }
 
     /// The keyring daemon's process id, while it runs.
-    public var keyringProcessID: Int32? { lock.withLock { keyring?.processIdentifier } }
+    public var keyringProcessID: Int32? { lock.withLock { keyring?.processID } }
 
     /// Starts `dbus-daemon`, then (with `keyring`) `gnome-keyring-daemon --unlock`, and returns
     /// once the Secret Service answers on the bus and its `default` alias resolves.
@@ -53,13 +53,13 @@ public final class DesktopSandbox: @unchecked Sendable {
         } catch {
             throw .unavailable("cannot write the sandbox bus configuration: \(error.localizedDescription)")
         }
-        bus = Process()
-        bus.executableURL = URL(fileURLWithPath: dbusDaemon)
-        bus.arguments = ["--config-file=\(configuration)", "--nofork", "--nopidfile"]
-        bus.standardInput = FileHandle.nullDevice
-        bus.standardOutput = FileHandle.nullDevice
         do {
-            try bus.run()
+            bus = try ChildProcess(dbusDaemon, arguments: ["--config-file=\(configuration)", "--nofork", "--nopidfile"],
+                                   environment: Self.inheritedEnvironment, ownProcessGroup: true)
+        } catch {
+            throw .unavailable("cannot start dbus-daemon: \(error.message)")
+        }
+        do throws(AuthError) {
             let connection = try waitForBus(until: giveUp)
             if let keyringDaemon {
                 try launchKeyring(keyringDaemon)
@@ -67,7 +67,7 @@ public final class DesktopSandbox: @unchecked Sendable {
             }
         } catch {
             stop()
-            throw (error as? AuthError) ?? .unavailable("cannot start the sandbox: \(error)")
+            throw error
         }
     }
 
@@ -75,28 +75,53 @@ public final class DesktopSandbox: @unchecked Sendable {
 
     /// Stops the daemons (SIGTERM, then waits) and removes the directory unless kept.
     public func stop(keepingDirectory: Bool = false) {
-        let (keyring, alreadyStopped) = lock.withLock { () -> (Process?, Bool) in
+        let (keyring, alreadyStopped) = lock.withLock { () -> (ChildProcess?, Bool) in
             defer { stopped = true }
             return (self.keyring, stopped)
         }
         guard !alreadyStopped else { return }
-        for process in [keyring, bus].compactMap({ $0 }) where process.isRunning {
-            // A stopped daemon (SIGSTOP in a test) must be continued to act on SIGTERM.
-            Posix.signal(process.processIdentifier, SIGCONT)
-            process.terminate()
-            process.waitUntilExit()
-        }
+        keyring?.terminate()
+        bus.terminate()
         if !keepingDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// Runs `program` (looked up on `PATH`) with the sandbox's environment and waits for it.
+    /// SIGINT, SIGTERM and SIGHUP sent to this process are passed on to it.
+    /// - Returns: its exit status, or 128 + the signal that ended it.
+    public func run(_ program: String, arguments: [String]) throws(AuthError) -> Int32 {
+        let path = program.contains("/") ? program : try Self.executable(program, package: nil)
+        var variables = Self.inheritedEnvironment
+        for (key, value) in environment { variables[key] = value }
+        let forwarded = [SIGINT, SIGTERM, SIGHUP]
+        // Handled by the sources below instead of ending this process.
+        for signalNumber in forwarded { signal(signalNumber, SIG_IGN) }
+        defer { for signalNumber in forwarded { signal(signalNumber, SIG_DFL) } }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(path, arguments: arguments, environment: variables, standardInput: STDIN_FILENO,
+                                     standardOutput: STDOUT_FILENO, standardError: STDERR_FILENO)
+        } catch {
+            throw .unavailable("cannot run \(program): \(error.message)")
+        }
+        let sources = forwarded.map { signalNumber in
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { child.send(signalNumber) }
+            source.resume()
+            return source
+        }
+        defer { for source in sources { source.cancel() } }
+        return child.wait()
     }
 
     // MARK: - Steps
 
-    private static func executable(_ name: String, package: String) throws(AuthError) -> String {
+    private static func executable(_ name: String, package: String?) throws(AuthError) -> String {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for folder in path.split(separator: ":") where folder.hasPrefix("/") {
             let candidate = "\(folder)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
+        guard let package else { throw .unavailable("\(name): command not found on PATH") }
         throw .unavailable("\(name) is not on PATH; install the Debian package \(package) (`apt-get install \(package)`)")
     }
 
@@ -118,34 +143,32 @@ public final class DesktopSandbox: @unchecked Sendable {
         """
     }
 
+    /// This process's environment, for the children.
+    private static var inheritedEnvironment: [String: String] { ProcessInfo.processInfo.environment }
+
     private func launchKeyring(_ path: String) throws(AuthError) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--foreground", "--unlock", "--components=secrets"]
-        var variables = ProcessInfo.processInfo.environment
+        var variables = Self.inheritedEnvironment
         for (key, value) in environment { variables[key] = value }
         variables.removeValue(forKey: "DISPLAY")
         variables.removeValue(forKey: "WAYLAND_DISPLAY")
-        process.environment = variables
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         do {
-            try process.run()
+            let input = try Posix.pipe()
+            defer { Posix.close(input.read) }
+            let process = try ChildProcess(path, arguments: ["--foreground", "--unlock", "--components=secrets"],
+                                           environment: variables, standardInput: input.read, ownProcessGroup: true)
+            lock.withLock { keyring = process }
+            // The unlock password of the throwaway login keyring, read up to end of file.
+            let password = Posix.randomBytes(16).map { String($0, radix: 16) }.joined()
+            defer { Posix.close(input.write) }
+            try Posix.writeAll(input.write, Array(password.utf8))
         } catch {
-            throw .unavailable("cannot start gnome-keyring-daemon: \(error.localizedDescription)")
+            throw .unavailable("cannot start gnome-keyring-daemon: \(error.message)")
         }
-        lock.withLock { keyring = process }
-        // The unlock password of the throwaway login keyring, read up to end of file.
-        let password = Posix.randomBytes(16).map { String($0, radix: 16) }.joined()
-        input.fileHandleForWriting.write(Data(password.utf8))
-        try? input.fileHandleForWriting.close()
     }
 
     private func waitForBus(until giveUp: Double) throws(AuthError) -> GDBus.Connection {
         while true {
-            if !bus.isRunning { throw .unavailable("dbus-daemon exited at start-up (status \(bus.terminationStatus))") }
+            if !bus.isRunning { throw .unavailable("dbus-daemon exited at start-up (status \(bus.wait()))") }
             if let connection = try? GDBus.connectionNewForAddress(busAddress, Deadline(seconds: 1)) { return connection }
             guard Posix.monotonicSeconds() < giveUp else { throw .unavailable("dbus-daemon did not come up within the start-up deadline") }
             Posix.pause(milliseconds: 10)
@@ -155,7 +178,7 @@ public final class DesktopSandbox: @unchecked Sendable {
     private func waitForSecretService(_ connection: GDBus.Connection, until giveUp: Double) throws(AuthError) {
         while true {
             if let keyring = lock.withLock({ keyring }), !keyring.isRunning {
-                throw .unavailable("gnome-keyring-daemon exited at start-up (status \(keyring.terminationStatus))")
+                throw .unavailable("gnome-keyring-daemon exited at start-up (status \(keyring.wait()))")
             }
             let deadline = Deadline(seconds: 1)
             let owned = try? GDBus.connectionCall(connection, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",

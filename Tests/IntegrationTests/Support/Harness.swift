@@ -10,6 +10,8 @@ enum SharedSandbox {
         let sandbox = try DesktopSandbox(startupTimeout: 20)
         // In-process library tests reach the keyring through the session bus of this process.
         setenv("DBUS_SESSION_BUS_ADDRESS", sandbox.busAddress, 1)
+        // Swift Testing has no global tear-down: stop the daemons when the test process exits.
+        atexit { if case .success(let sandbox) = SharedSandbox.instance { sandbox.stop() } }
         return sandbox
     }
 
