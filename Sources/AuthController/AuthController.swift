@@ -240,6 +240,14 @@ public final class AuthController: Sendable {
                            sequence: read.record.sequence, keyringLocked: locked)
     }
 
+    /// The current state as an event with reason `initial` (user `nil` when nobody is signed
+    /// in), for listeners that print where things stand before the first change. Never prompts.
+    public func initialEvent() throws(AuthError) -> LoginEvent {
+        let status = try status()
+        return LoginEvent(service: service, status: status.isSignedIn ? .signedIn : .signedOut, user: status.user,
+                          reason: .initial, name: status.name ?? "", timestamp: clock(), sequence: status.sequence)
+    }
+
     /// Whether `account` has a stored hash. Never prompts.
     public func hasStoredPassword(for account: AccountID) throws(AuthError) -> Bool {
         try keyring.containsItem(service: service, account: account)

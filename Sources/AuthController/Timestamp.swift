@@ -1,7 +1,7 @@
 /// RFC 3339 timestamps in UTC, without Foundation's date formatters.
-enum Timestamp {
+public enum Timestamp {
     /// `2026-11-22T01:48:31Z` for a time in microseconds since the Unix epoch.
-    static func rfc3339(microseconds: UInt64) -> String {
+    public static func rfc3339(microseconds: UInt64) -> String {
         let seconds = Int64(microseconds / 1_000_000)
         let days = seconds / 86_400
         let secondOfDay = seconds % 86_400

@@ -16,7 +16,7 @@ struct Authctl: ParsableCommand {
             78 settings corrupt or unsafe.
             """,
         version: "0.1.0",
-        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Sandbox.self]
+        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Watch.self, Sandbox.self, DoctorCommand.self]
     )
 
     @OptionGroup var global: GlobalOptions

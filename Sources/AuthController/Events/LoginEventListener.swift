@@ -48,7 +48,8 @@ public final class LoginEventListener: Sendable {
     /// Unsubscribes and finishes ``events``.
     public func stop() {
         guard !stopped.withLock({ (stopped: inout Bool) -> Bool in defer { stopped = true }; return stopped }) else { return }
-        loop.withContext { GDBus.connectionSignalUnsubscribe(connection, subscription) }
+        // Any thread may unsubscribe; the handler is released on the loop's context.
+        GDBus.connectionSignalUnsubscribe(connection, subscription)
         loop.stop()
         continuation.finish()
     }

@@ -90,12 +90,14 @@ extension GDBus {
     /// object path or boolean (returned as `"true"`/`"false"`).
     /// The corresponding C function is `g_dbus_connection_call_sync`.
     static func connectionCall(_ connection: Connection, destination: String, path: String, interface: String,
-                               method: String, strings: [String], _ deadline: Deadline) throws(GLibError) -> String? {
+                               method: String, strings: [String], autoStart: Bool = false,
+                               _ deadline: Deadline) throws(GLibError) -> String? {
         var children: [OpaquePointer?] = strings.map { g_variant_new_string($0) }
         let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
         let reply = try withGError {
             g_dbus_connection_call_sync(connection.pointer, destination, path, interface, method, parameters, nil,
-                                        G_DBUS_CALL_FLAGS_NO_AUTO_START, Int32(deadline.seconds * 1000),
+                                        autoStart ? G_DBUS_CALL_FLAGS_NONE : G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                        Int32(deadline.seconds * 1000),
                                         deadline.cancellable, $0)
         }
         guard let reply else { return nil }

@@ -1,0 +1,180 @@
+/// Diagnoses what authctl needs, without prompting and without waiting past its deadlines:
+/// the session bus, the Secret Service, its default collection and whether it is locked, a
+/// store-and-delete probe, the settings folder and file, and Argon2 hashing.
+public struct Doctor: Sendable {
+    /// One diagnosis.
+    public struct Check: Equatable, Sendable {
+        /// A short stable identifier, e.g. `session-bus`.
+        public var name: String
+        /// What was found (or why it failed).
+        public var detail: String
+        /// What to do about a failure; `nil` when the check passed.
+        public var fix: String?
+        /// The failure, whose exit code the command reports; `nil` when the check passed.
+        public var failure: AuthError?
+
+        public var ok: Bool { failure == nil }
+    }
+
+    public let service: ServiceName
+    public let settingsDirectory: String
+    /// Seconds each Secret Service call may take.
+    public let timeout: Double
+
+    public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5) {
+        self.service = service
+        self.settingsDirectory = settingsDirectory
+        self.timeout = timeout
+    }
+
+    /// Runs every check, in order; later keyring checks report "not checked" when an earlier
+    /// one they depend on failed.
+    public func run() -> [Check] {
+        var checks: [Check] = []
+        let bus = busCheck()
+        checks.append(bus.check)
+        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: timeout, callTimeout: timeout)
+        var keyringUsable = false
+        if let connection = bus.connection {
+            let service = serviceCheck(connection)
+            checks.append(service)
+            if service.ok {
+                let collection = collectionCheck(connection)
+                checks.append(collection)
+                if collection.ok {
+                    let locked = lockedCheck(keyring)
+                    checks.append(locked)
+                    keyringUsable = locked.ok
+                }
+            }
+        }
+        for name in ["secret-service", "default-collection", "collection-unlocked"] where !checks.contains(where: { $0.name == name }) {
+            checks.append(notChecked(name, because: checks.first { !$0.ok }))
+        }
+        checks.append(keyringUsable ? probeCheck(keyring) : notChecked("store-probe", because: checks.first { !$0.ok }))
+        checks.append(settingsCheck())
+        checks.append(hashingCheck())
+        return checks
+    }
+
+    // MARK: - Checks
+
+    private func busCheck() -> (check: Check, connection: GDBus.Connection?) {
+        do throws(GLibError) {
+            let connection = try GDBus.busGet(Deadline(seconds: timeout))
+            return (pass("session-bus", "the session bus answers"), connection)
+        } catch {
+            return (fail("session-bus", "no session bus: \(error.message)",
+                         fix: "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`",
+                         .unavailable("no session bus")), nil)
+        }
+    }
+
+    private func serviceCheck(_ connection: GDBus.Connection) -> Check {
+        do throws(GLibError) {
+            _ = try GDBus.connectionCall(connection, destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets",
+                                         interface: "org.freedesktop.DBus.Peer", method: "Ping", strings: [],
+                                         autoStart: true, Deadline(seconds: timeout))
+            return pass("secret-service", "a Secret Service provider answers on the session bus")
+        } catch {
+            return fail("secret-service", "no Secret Service answers: \(error.message)",
+                        fix: "install and start a provider: `apt-get install gnome-keyring`, then log in again or run `gnome-keyring-daemon --start --components=secrets`",
+                        error.isCancelled ? .temporaryFailure("no answer") : .unavailable("no Secret Service"))
+        }
+    }
+
+    private func collectionCheck(_ connection: GDBus.Connection) -> Check {
+        let fix = "create a default keyring, e.g. a \"Login\" keyring in Seahorse (Passwords and Keys)"
+        do throws(GLibError) {
+            let path = try GDBus.connectionCall(connection, destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets",
+                                                interface: "org.freedesktop.Secret.Service", method: "ReadAlias",
+                                                strings: ["default"], Deadline(seconds: timeout))
+            guard let path, path != "/" else {
+                return fail("default-collection", "the alias `default` does not resolve to a collection", fix: fix,
+                            .unavailable("no default collection"))
+            }
+            return pass("default-collection", "the alias `default` is \(path)")
+        } catch {
+            return fail("default-collection", "cannot read the alias `default`: \(error.message)", fix: fix,
+                        .unavailable("no default collection"))
+        }
+    }
+
+    private func lockedCheck(_ keyring: SecretServiceStore) -> Check {
+        do throws(AuthError) {
+            if try keyring.isLocked() {
+                return fail("collection-unlocked", "the default collection is locked",
+                            fix: "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring",
+                            .unavailable("the default collection is locked"))
+            }
+            return pass("collection-unlocked", "the default collection is unlocked")
+        } catch {
+            return fail("collection-unlocked", error.message, fix: "see the Secret Service checks above", error)
+        }
+    }
+
+    private func probeCheck(_ keyring: SecretServiceStore) -> Check {
+        let probeService = ServiceName(rawValue: "io.github.authctl.doctor")!
+        let account = AccountID(rawValue: "probe-\(Posix.randomBytes(6).map { String($0, radix: 16) }.joined())")!
+        do throws(AuthError) {
+            try keyring.store("probe", service: probeService, account: account, label: "authctl doctor probe")
+            guard try keyring.deleteItem(service: probeService, account: account) else {
+                return fail("store-probe", "a stored probe item could not be found again",
+                            fix: "check the Secret Service provider's logs (`journalctl --user -u gnome-keyring-daemon`)",
+                            .unavailable("probe item missing"))
+            }
+            return pass("store-probe", "an item can be stored and deleted in the default collection")
+        } catch {
+            return fail("store-probe", "storing a probe item failed: \(error.message)",
+                        fix: "check the Secret Service provider's logs (`journalctl --user -u gnome-keyring-daemon`)", error)
+        }
+    }
+
+    private func settingsCheck() -> Check {
+        let store = KeyFileSettingsStore(directory: settingsDirectory)
+        do throws(AuthError) {
+            let read = try store.read(service: service)
+            if let corruption = read.corruption {
+                return fail("settings", corruption, fix: "run `authctl sign-out` to replace it (a copy is kept as settings.ini.corrupt)",
+                            .settingsUnsafe(corruption))
+            }
+            return pass("settings", "\(store.filePath) is usable")
+        } catch {
+            return fail("settings", error.message, fix: Self.fix(in: error.message) ?? "check the path named above", error)
+        }
+    }
+
+    private func hashingCheck() -> Check {
+        do throws(AuthError) {
+            let hasher = Argon2idHasher()
+            let password = try Password("authctl doctor")
+            let encoded = try hasher.hash(password)
+            guard hasher.verify(password, against: encoded) == .match(upgradedHash: nil) else {
+                return fail("argon2", "libargon2 did not verify its own hash", fix: "reinstall libargon2 (`apt-get install --reinstall libargon2-1`)",
+                            .unavailable("argon2 broken"))
+            }
+            return pass("argon2", "libargon2 hashes and verifies with \(hasher.parameters)")
+        } catch {
+            return fail("argon2", error.message, fix: "reinstall libargon2 (`apt-get install --reinstall libargon2-1`) and check free memory", error)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func pass(_ name: String, _ detail: String) -> Check { Check(name: name, detail: detail, fix: nil, failure: nil) }
+
+    private func fail(_ name: String, _ detail: String, fix: String, _ failure: AuthError) -> Check {
+        Check(name: name, detail: detail, fix: fix, failure: failure)
+    }
+
+    private func notChecked(_ name: String, because earlier: Check?) -> Check {
+        fail(name, "not checked: \(earlier?.name ?? "an earlier check") failed", fix: "fix the failure above first",
+             earlier?.failure ?? .unavailable("not checked"))
+    }
+
+    /// The command in backquotes that a settings message proposes.
+    private static func fix(in message: String) -> String? {
+        let parts = message.split(separator: "`", omittingEmptySubsequences: false)
+        return parts.count >= 3 ? "run `\(parts[1])`" : nil
+    }
+}
