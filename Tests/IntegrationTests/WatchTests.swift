@@ -1,0 +1,257 @@
+import AuthController
+import Foundation
+import Testing
+
+/// `authctl watch` as a script runs it.
+@Suite("authctl watch")
+struct WatchTests {
+    @Test("--json --initial --count: the current state first, then each event, one JSON object per line")
+    func jsonLines() throws {
+        let scenario = try Scenario()
+        try scenario.authctl("sign-in", "first", "--name", "First", "--password-stdin", stdin: "pw").status.expect(0)
+        let watch = try scenario.start(["watch", "--json", "--initial", "--count", "3"])
+        #expect(watch.waitForLines(1).count == 1)  // subscribed before it printed the state
+        try scenario.authctl("sign-in", "second", "--name", "Second", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = watch.wait()
+        #expect(run.status == 0, "\(run)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.map { $0["reason"] as? String } == ["initial", "switch", "switch"])
+        #expect(objects.map { $0["user"] as? String } == ["first", "first", "second"])
+        #expect(objects.map { $0["signedIn"] as? Bool } == [true, false, true])
+        #expect(objects.map { ($0["sequence"] as? NSNumber)?.intValue } == [1, 2, 3])
+        #expect(objects.allSatisfy { ($0["service"] as? String) == scenario.service && ($0["timestamp"] as? String)?.hasSuffix("Z") == true })
+        #expect(lines[1].hasPrefix(#"{"service":"\#(scenario.service)","signedIn":false,"user":"first","reason":"switch","name":"First","timestamp":""#))
+    }
+
+    @Test("--initial with nobody signed in: user null; text lines by default")
+    func initialNobody() throws {
+        let scenario = try Scenario()
+        var run = try scenario.authctl("watch", "--json", "--initial", "--count", "1")
+        #expect(run.status == 0 && run.output.contains(#""signedIn":false,"user":null,"reason":"initial""#), "\(run)")
+        run = try scenario.authctl("watch", "--initial", "--count", "1")
+        #expect(run.status == 0 && run.output.contains("signed-out (nobody) [initial] #0"), "\(run)")
+    }
+
+    @Test("--exec runs once per event, in order, one at a time, with the event only in AUTHCTL_* variables")
+    func exec() throws {
+        let scenario = try Scenario()
+        let log = scenario.sandbox.directory + "/hook-" + UUID().uuidString
+        let marker = scenario.sandbox.directory + "/pwned-" + UUID().uuidString
+        let hostile = "evil$(touch \(marker))`touch \(marker)`@x.org"
+        let hook = #"printf 'start %s\n' "$AUTHCTL_SEQUENCE" >> "$LOG"; sleep 0.2; printf '%s|%s|%s|%s|%s\n' "$AUTHCTL_SERVICE" "$AUTHCTL_SIGNED_IN" "$AUTHCTL_USER" "$AUTHCTL_REASON" "$AUTHCTL_SEQUENCE" >> "$LOG""#
+        var watching = scenario
+        watching.extraEnvironment["LOG"] = log
+        let watch = try watching.start(["watch", "--initial", "--count", "3", "--exec", hook])
+        #expect(watch.waitForLines(1).count == 1)
+        try scenario.authctl([ "sign-in", hostile, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
+        try scenario.authctl("sign-out").status.expect(0)
+        let run = watch.wait()
+        #expect(run.status == 0, "\(run)")
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "start 0", "\(scenario.service)|0||initial|0",
+            "start 1", "\(scenario.service)|1|\(hostile)|sign-in|1",
+            "start 2", "\(scenario.service)|0|\(hostile)|sign-out|2",
+        ])
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+
+    @Test("--timeout alone ends with 0; before --count is reached, 1")
+    func timeouts() throws {
+        let scenario = try Scenario()
+        var run = try scenario.authctl("watch", "--timeout", "0.5")
+        #expect(run.status == 0 && run.seconds >= 0.5 && run.seconds < 5, "\(run)")
+        run = try scenario.authctl("watch", "--timeout", "0.5", "--count", "1")
+        #expect(run.status == 1 && run.seconds >= 0.5 && run.seconds < 5, "\(run)")
+    }
+
+    @Test("SIGINT and SIGTERM end watching with 0", arguments: [SIGINT, SIGTERM])
+    func signals(_ signalNumber: Int32) throws {
+        let scenario = try Scenario()
+        let watch = try scenario.start(["watch", "--initial"])
+        #expect(watch.waitForLines(1).count == 1)
+        watch.signal(signalNumber)
+        let run = watch.wait(timeout: 10)
+        #expect(run.status == 0, "\(run)")
+    }
+
+    @Test("other services' events never wake it")
+    func otherServices() throws {
+        let scenario = try Scenario()
+        let other = try Scenario(service: scenario.service + "-other")
+        let watch = try scenario.start(["watch", "--initial", "--json", "--count", "2"])
+        #expect(watch.waitForLines(1).count == 1)
+        try other.authctl("sign-in", "theirs", "--password-stdin", stdin: "pw").status.expect(0)
+        try scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = watch.wait()
+        #expect(run.status == 0 && run.output.split(separator: "\n").last?.contains(#""user":"mine""#) == true, "\(run)")
+        #expect(!run.stdout.contains("theirs"))
+    }
+
+    @Test("no bus: 69 within 5 s")
+    func noBus() throws {
+        var scenario = try Scenario()
+        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
+        scenario.extraEnvironment["XDG_RUNTIME_DIR"] = "/nonexistent"
+        let run = try scenario.authctl("watch")
+        #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no session bus"), "\(run)")
+    }
+
+    @Test("200 sign-in/sign-out cycles: each of 3 concurrent watchers prints exactly 400 events, in order")
+    func manyCycles() throws {
+        let scenario = try Scenario()
+        let watchers = try (0..<3).map { _ in try scenario.start(["watch", "--json", "--initial", "--count", "401", "--timeout", "600"]) }
+        for watcher in watchers { #expect(watcher.waitForLines(1).count == 1) }
+        for cycle in 0..<200 {
+            try scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
+            try scenario.authctl("sign-out").status.expect(0)
+        }
+        for watcher in watchers {
+            let run = watcher.wait(timeout: 120)
+            #expect(run.status == 0)
+            let sequences = run.output.split(separator: "\n").dropFirst().compactMap { line in
+                ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["sequence"] as? NSNumber
+            }.map(\.intValue)
+            #expect(sequences == Array(1...400))
+        }
+    }
+}
+
+@Suite("authctl sandbox")
+struct SandboxTests {
+    @Test("runs the command with a private bus, fresh XDG folders and an unlocked keyring; returns its status; leaves nothing behind")
+    func lifecycle() throws {
+        let scenario = try Scenario()
+        let script = #"""
+            echo "$XDG_RUNTIME_DIR"; echo "$XDG_CONFIG_HOME"; echo "$DBUS_SESSION_BUS_ADDRESS"
+            printf pw | "$AUTHCTL" sign-in inside --password-stdin >/dev/null || exit 90
+            "$AUTHCTL" status --quiet || exit 91
+            exit 7
+            """#
+        var outer = scenario
+        outer.extraEnvironment["AUTHCTL"] = Scenario.binary
+        let run = try outer.authctl(["sandbox", "--", "/bin/sh", "-c", script])
+        #expect(run.status == 7, "\(run)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        let folder = URL(fileURLWithPath: lines[0]).deletingLastPathComponent().path
+        #expect(folder.contains("authctl-sandbox."))
+        #expect(lines[1] == folder + "/config")
+        #expect(lines[2] == "unix:path=\(folder)/runtime/bus")
+        #expect(!FileManager.default.fileExists(atPath: folder))
+        // The caller's keyring and settings are untouched.
+        try scenario.authctl("status").status.expect(1)
+        #expect(try scenario.authctl("accounts").stdout.isEmpty)
+        // No daemon of that sandbox is left running.
+        let left = try runProcess("/usr/bin/pgrep", ["-f", folder], input: nil, environment: [:], timeout: 10)
+        #expect(left.status == 1 && left.stdout.isEmpty, "\(left)")
+    }
+
+    @Test("--keep keeps the folder and says where")
+    func keep() throws {
+        let scenario = try Scenario()
+        let run = try scenario.authctl("sandbox", "--keep", "--", "true")
+        #expect(run.status == 0)
+        let path = try #require(run.stderr.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(run.stderr.hasPrefix("authctl: kept the sandbox directory /"))
+        #expect(FileManager.default.fileExists(atPath: path + "/config"))
+        try FileManager.default.removeItem(atPath: path)
+    }
+
+    @Test("SIGTERM, SIGINT and SIGHUP are passed on to the command", arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signals(_ signalNumber: Int32) throws {
+        let scenario = try Scenario()
+        let script = #"trap 'echo caught; exit 42' TERM INT HUP; echo ready; while :; do sleep 0.05; done"#
+        let sandbox = try scenario.start(["sandbox", "--", "/bin/sh", "-c", script])
+        #expect(sandbox.waitForLines(1) == ["ready"])
+        sandbox.signal(signalNumber)
+        let run = sandbox.wait(timeout: 10)
+        #expect(run.status == 42 && run.stdout == "ready\ncaught\n", "\(run)")
+    }
+
+    @Test("a missing daemon: 69 naming the Debian package")
+    func missingDaemon() throws {
+        var scenario = try Scenario()
+        scenario.extraEnvironment["PATH"] = scenario.sandbox.directory + "/empty-path"
+        let run = try scenario.authctl("sandbox", "--", "/bin/true")
+        #expect(run.status == 69 && run.stderr.contains("dbus-daemon") && run.stderr.contains("apt-get install dbus-daemon"), "\(run)")
+    }
+
+    @Test("no command: 64")
+    func noCommand() throws {
+        let scenario = try Scenario()
+        #expect(try scenario.authctl("sandbox").status == 64)
+    }
+}
+
+@Suite("authctl doctor")
+struct DoctorTests {
+    func checks(_ run: Run) throws -> [[String: Any]] {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        return object["checks"] as? [[String: Any]] ?? []
+    }
+
+    @Test("a healthy sandbox: every check ok, exit 0")
+    func healthy() throws {
+        let scenario = try Scenario()
+        let run = try scenario.authctl("doctor")
+        #expect(run.status == 0, "\(run)")
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.count == 7 && lines.allSatisfy { $0.hasPrefix("ok ") })
+        let json = try scenario.authctl("doctor", "--json")
+        #expect(json.status == 0 && json.stdout.hasPrefix(#"{"ok":true,"checks":[{"name":"session-bus","ok":true,"#))
+        #expect(try checks(json).map { $0["name"] as? String } == ["session-bus", "secret-service", "default-collection",
+                                                                    "collection-unlocked", "store-probe", "settings", "argon2"])
+    }
+
+    @Test("a locked keyring: 69, the lock check fails with its fix, no probe; nothing prompts")
+    func locked() throws {
+        let sandbox = try DesktopSandbox()
+        defer { sandbox.stop() }
+        var scenario = try Scenario(sandbox: sandbox)
+        _ = try scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                               "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
+        scenario.extraEnvironment["DISPLAY"] = ":99"
+        let run = try scenario.authctl("doctor", "--json")
+        #expect(run.status == 69 && run.seconds < 5, "\(run)")
+        let byName = Dictionary(uniqueKeysWithValues: try checks(run).map { ($0["name"] as! String, $0) })
+        #expect(byName["collection-unlocked"]?["ok"] as? Bool == false)
+        #expect((byName["collection-unlocked"]?["fix"] as? String)?.contains("unlock") == true)
+        #expect(byName["store-probe"]?["ok"] as? Bool == false)
+        #expect(byName["settings"]?["ok"] as? Bool == true && byName["argon2"]?["ok"] as? Bool == true)
+    }
+
+    @Test("a bus without a Secret Service: 69, with the package to install")
+    func noSecretService() throws {
+        let sandbox = try DesktopSandbox(keyring: false)
+        defer { sandbox.stop() }
+        let scenario = try Scenario(sandbox: sandbox)
+        let run = try scenario.authctl("doctor")
+        #expect(run.status == 69 && run.seconds < 5, "\(run)")
+        #expect(run.stdout.contains("fail secret-service") && run.stdout.contains("apt-get install gnome-keyring"), "\(run)")
+        #expect(run.stdout.contains("ok   session-bus"))
+    }
+
+    @Test("an unsafe settings file: 78 with the chmod that fixes it")
+    func unsafeSettings() throws {
+        let scenario = try Scenario()
+        try FileManager.default.createDirectory(atPath: scenario.settingsDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try "[x]\n".write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
+        chmod(scenario.settingsFile, 0o666)
+        let run = try scenario.authctl("doctor")
+        #expect(run.status == 78, "\(run)")
+        #expect(run.stdout.contains("fail settings") && run.stdout.contains("chmod 600 \(scenario.settingsFile)"), "\(run)")
+    }
+
+    @Test("no session bus: 69 at once")
+    func noBus() throws {
+        var scenario = try Scenario()
+        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
+        scenario.extraEnvironment["XDG_RUNTIME_DIR"] = "/nonexistent"
+        let run = try scenario.authctl("doctor")
+        #expect(run.status == 69 && run.seconds < 5 && run.stdout.hasPrefix("fail session-bus"), "\(run)")
+    }
+}
