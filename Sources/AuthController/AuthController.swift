@@ -104,16 +104,12 @@ public final class AuthController: Sendable {
                                 after: record.sequence + UInt64(events.count), previousUser: previous))
             record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
                                    sequence: record.sequence + UInt64(events.count))
-            do throws(AuthError) {
-                if let copy = try settings.save(record, service: service) { warnings.append(replacedNote(copy)) }
-            } catch {
+            let copy = try save(record) {
                 // Put the keyring back as it was: remove a new hash, restore an upgraded one.
-                if plan.hashToStore != nil {
-                    if let stored { try? keyring.store(stored, service: service, account: account, label: label(for: account)) }
-                    else { _ = try? keyring.deleteItem(service: service, account: account) }
-                }
-                throw error
+                guard plan.hashToStore != nil else { return }
+                restore(stored, of: account)
             }
+            if let copy { warnings.append(replacedNote(copy)) }
             warnings += broadcast(events)
             return events
         }
@@ -152,12 +148,7 @@ public final class AuthController: Sendable {
                 try keyring.deleteItem(service: service, account: user)
             }
             let events = [event(.signedOut, user, .signOut, name: record.name ?? "", at: clock(), after: record.sequence)]
-            do throws(AuthError) {
-                try settings.save(SessionRecord(sequence: record.sequence + 1), service: service)
-            } catch {
-                if let removed { try? keyring.store(removed, service: service, account: user, label: label(for: user)) }
-                throw error
-            }
+            try save(SessionRecord(sequence: record.sequence + 1)) { if let removed { restore(removed, of: user) } }
             warnings += broadcast(events)
             return events
         }
@@ -187,12 +178,7 @@ public final class AuthController: Sendable {
                 events.append(event(.signedOut, account, .forget, name: record.name ?? "", at: clock(), after: record.sequence))
             }
             record = SessionRecord(sequence: record.sequence + UInt64(events.count))
-            do throws(AuthError) {
-                try settings.save(record, service: service)
-            } catch {
-                if let removed { try? keyring.store(removed, service: service, account: account, label: label(for: account)) }
-                throw error
-            }
+            try save(record) { if let removed { restore(removed, of: account) } }
             warnings += broadcast(events)
             return events
         }
@@ -302,6 +288,28 @@ public final class AuthController: Sendable {
     private func signedInAccount(in record: SessionRecord) throws(AuthError) -> AccountID? {
         guard let user = record.user, try keyring.containsItem(service: service, account: user) else { return nil }
         return user
+    }
+
+    /// Saves `record`; when that fails, runs `undo` first, so a failed command changes nothing.
+    /// Returns the path of the copy kept of a corrupt file.
+    @discardableResult
+    private func save(_ record: SessionRecord, undo: () -> Void) throws(AuthError) -> String? {
+        do throws(AuthError) {
+            return try settings.save(record, service: service)
+        } catch {
+            undo()
+            throw error
+        }
+    }
+
+    /// Puts `secret` back as the stored hash of `account`, or removes the item when it had none.
+    /// Best effort: it runs while another failure is being reported.
+    private func restore(_ secret: String?, of account: AccountID) {
+        if let secret {
+            try? keyring.store(secret, service: service, account: account, label: label(for: account))
+        } else {
+            _ = try? keyring.deleteItem(service: service, account: account)
+        }
     }
 
     private func label(for account: AccountID) -> String { "authctl password hash for \(account) (\(service))" }

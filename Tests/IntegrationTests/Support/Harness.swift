@@ -1,4 +1,4 @@
-import AuthController
+@testable import AuthController
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -121,70 +121,35 @@ func which(_ name: String, package: String) throws -> String {
     throw AuthError.unavailable("\(name) missing")
 }
 
-/// A program started with an empty signal mask (as a shell starts one; Foundation's `Process`
-/// passes on the mask of the thread that starts it), output in temporary files so no pipe
-/// can fill up.
+/// A program started the way a shell starts one, with an empty signal mask (Foundation's
+/// `Process` passes on the mask of the thread that starts it), its output in temporary files
+/// so no pipe can fill up.
 final class Spawned: @unchecked Sendable {
     let pid: pid_t
+    private let child: ChildProcess
     private let outputs: URL
     private let started = Date()
-    private var inputWriter: Int32 = -1
-    private var status: Int32?
 
     init(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String]) throws {
         outputs = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-run-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
         let stdoutFD = open(outputs.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         let stderrFD = open(outputs.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        var ends: [Int32] = [0, 0]
-        _ = pipe(&ends)
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        defer { close(stdoutFD); close(stderrFD); close(ends[0]) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if input == nil {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        } else {
-            posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
-        }
-        posix_spawn_file_actions_adddup2(&actions, stdoutFD, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderrFD, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signalNumber in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signalNumber) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-        var pid = pid_t()
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
-        self.pid = pid
+        let ends = try Posix.pipe()
+        defer { close(stdoutFD); close(stderrFD); close(ends.read) }
+        child = try ChildProcess(path, arguments: arguments, environment: environment,
+                                 standardInput: input == nil ? nil : ends.read, standardOutput: stdoutFD, standardError: stderrFD)
+        pid = child.processID
         if let input {
             // Fed from another thread: a child that exits early must not block the test.
-            let writer = ends[1]
+            let writer = ends.write
             DispatchQueue.global().async {
                 Glibc.signal(SIGPIPE, SIG_IGN)
-                input.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let count = write(writer, bytes.baseAddress! + offset, bytes.count - offset)
-                        if count <= 0 { break }
-                        offset += count
-                    }
-                }
+                try? Posix.writeAll(writer, input)
                 close(writer)
             }
         } else {
-            close(ends[1])
+            close(ends.write)
         }
     }
 
@@ -197,15 +162,11 @@ final class Spawned: @unchecked Sendable {
 
     /// Waits for the program, killing it after `timeout` seconds.
     func wait(timeout: Double = 60) -> Run {
-        if status == nil {
-            let killer = DispatchWorkItem { [pid] in kill(pid, SIGKILL) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-            var raw: Int32 = 0
-            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
-            killer.cancel()
-            status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-        }
-        return Run(status: status!, stdout: stdout, stderr: stderr, seconds: Date().timeIntervalSince(started))
+        let killer = DispatchWorkItem { [pid] in kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        let status = child.wait()
+        killer.cancel()
+        return Run(status: status, stdout: stdout, stderr: stderr, seconds: Date().timeIntervalSince(started))
     }
 
     /// Waits until stdout holds `count` lines (or the program ends), at most `timeout` seconds.
@@ -213,12 +174,7 @@ final class Spawned: @unchecked Sendable {
         let giveUp = Date().addingTimeInterval(timeout)
         while Date() < giveUp {
             let lines = stdout.split(separator: "\n").map(String.init)
-            if lines.count >= count { return lines }
-            var raw: Int32 = 0
-            if status == nil, waitpid(pid, &raw, WNOHANG) == pid {
-                status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-            }
-            if status != nil { return stdout.split(separator: "\n").map(String.init) }
+            if lines.count >= count || !child.isRunning { return stdout.split(separator: "\n").map(String.init) }
             usleep(5_000)  // polling a file for a condition, with a deadline
         }
         return stdout.split(separator: "\n").map(String.init)
