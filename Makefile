@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test deps build
+.PHONY: demo test deps build bench
 
 demo: deps
 	swift build
@@ -13,3 +13,7 @@ build: deps
 
 deps:
 	.ci/install-deps
+
+# Side by side with secret-tool, python keyring, argon2 and secretstorage (see README, Performance).
+bench: deps
+	.ci/bench

@@ -39,6 +39,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "authctl-bench",
+            dependencies: ["AuthController"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "AuthControllerTests",
             dependencies: ["AuthController"],

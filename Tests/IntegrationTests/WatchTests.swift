@@ -15,7 +15,7 @@ struct WatchTests {
         let run = watch.wait()
         #expect(run.status == 0, "\(run)")
         let lines = run.output.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
+        try #require(lines.count == 3)
         let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(objects.map { $0["reason"] as? String } == ["initial", "switch", "switch"])
         #expect(objects.map { $0["user"] as? String } == ["first", "first", "second"])

@@ -3,6 +3,12 @@ internal import CLibsecret
 import Glibc
 #endif
 
+/// A `GVariantType` for a type string. The string is static, so the pointer stays valid for
+/// as long as GLib keeps it (a Swift `String` would hand out a temporary one).
+func variantType(_ text: StaticString) -> OpaquePointer {
+    authctl_variant_type(UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self))
+}
+
 /// Thin adapters over GIO's D-Bus API. Named after the C function without its `g_` prefix.
 enum GDBus {
     /// An owned `GDBusConnection`.
@@ -35,7 +41,7 @@ enum GDBus {
     /// The corresponding C function is `g_dbus_connection_emit_signal`.
     static func connectionEmitSignal(_ connection: Connection, path: String, interface: String, member: String,
                                      strings: [String], details: [(String, Value)]) throws(GLibError) {
-        let builder = g_variant_builder_new(authctl_variant_type("a{sv}"))
+        let builder = g_variant_builder_new(variantType("a{sv}"))
         defer { g_variant_builder_unref(builder) }
         for (key, value) in details {
             let boxed: OpaquePointer
@@ -104,10 +110,10 @@ extension GDBus {
         defer { g_variant_unref(reply) }
         guard g_variant_n_children(reply) > 0, let first = g_variant_get_child_value(reply, 0) else { return nil }
         defer { g_variant_unref(first) }
-        if g_variant_is_of_type(first, authctl_variant_type("b")) != 0 {
+        if g_variant_is_of_type(first, variantType("b")) != 0 {
             return g_variant_get_boolean(first) != 0 ? "true" : "false"
         }
-        if g_variant_is_of_type(first, authctl_variant_type("s")) != 0 || g_variant_is_of_type(first, authctl_variant_type("o")) != 0 {
+        if g_variant_is_of_type(first, variantType("s")) != 0 || g_variant_is_of_type(first, variantType("o")) != 0 {
             return String(cString: g_variant_get_string(first, nil))
         }
         return nil
@@ -128,9 +134,9 @@ extension GDBus {
         for index in 0..<g_variant_n_children(parameters) {
             guard let child = g_variant_get_child_value(parameters, index) else { continue }
             defer { g_variant_unref(child) }
-            if g_variant_is_of_type(child, authctl_variant_type("s")) != 0 {
+            if g_variant_is_of_type(child, variantType("s")) != 0 {
                 strings.append(String(cString: g_variant_get_string(child, nil)))
-            } else if g_variant_is_of_type(child, authctl_variant_type("a{sv}")) != 0 {
+            } else if g_variant_is_of_type(child, variantType("a{sv}")) != 0 {
                 for entryIndex in 0..<g_variant_n_children(child) {
                     guard let entry = g_variant_get_child_value(child, entryIndex) else { continue }
                     defer { g_variant_unref(entry) }
@@ -139,9 +145,9 @@ extension GDBus {
                     let value = g_variant_get_variant(boxed)!
                     defer { g_variant_unref(key); g_variant_unref(boxed); g_variant_unref(value) }
                     let name = String(cString: g_variant_get_string(key, nil))
-                    if g_variant_is_of_type(value, authctl_variant_type("s")) != 0 {
+                    if g_variant_is_of_type(value, variantType("s")) != 0 {
                         details[name] = .string(String(cString: g_variant_get_string(value, nil)))
-                    } else if g_variant_is_of_type(value, authctl_variant_type("t")) != 0 {
+                    } else if g_variant_is_of_type(value, variantType("t")) != 0 {
                         details[name] = .uint64(UInt64(g_variant_get_uint64(value)))
                     }
                 }

@@ -95,13 +95,6 @@ enum Libsecret {
         return secret_value_get_text(value).map { String(cString: $0) }
     }
 
-    /// The corresponding C function is `secret_item_get_attributes`.
-    static func itemAttribute(_ item: Item, _ name: String) -> String? {
-        guard let table = secret_item_get_attributes(item.pointer) else { return nil }
-        defer { g_hash_table_unref(table) }
-        return authctl_string_table_lookup(table, name).map { String(cString: $0) }
-    }
-
     /// The corresponding C function is `secret_item_get_locked`.
     static func itemIsLocked(_ item: Item) -> Bool { secret_item_get_locked(item.pointer) != 0 }
 

@@ -21,13 +21,28 @@ public struct SecretServiceStore: SecretStore {
         self.callTimeout = callTimeout
     }
 
+    // Reads that need no secret go straight to D-Bus: one round trip each, never a prompt.
+
     public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
-        let secretService = try connect()
-        return try !search(secretService, service, account, flags: SECRET_SEARCH_NONE).isEmpty
+        let bus = try sessionBus()
+        let found = try call("search the keyring") { (deadline) throws(GLibError) in
+            try SecretServiceCalls.searchItems(bus, attributes: Self.attributes(service, account), deadline)
+        }
+        return !found.unlocked.isEmpty || !found.locked.isEmpty
     }
 
     public func isLocked() throws(AuthError) -> Bool {
-        Libsecret.collectionIsLocked(try defaultCollection(try connect()))
+        let bus = try sessionBus()
+        do throws(GLibError) {
+            return try SecretServiceCalls.collectionIsLocked(bus, path: SecretServiceCalls.defaultCollectionPath,
+                                                             Deadline(seconds: callTimeout))
+        } catch where error.remoteName == "org.freedesktop.Secret.Error.NoSuchObject"
+            || error.remoteName == "org.freedesktop.DBus.Error.UnknownObject"
+            || error.remoteName == "org.freedesktop.DBus.Error.UnknownMethod" {
+            throw Self.noDefaultCollection
+        } catch {
+            throw Self.authError(error, deadline: Deadline(seconds: callTimeout), while: "read the keyring's lock state")
+        }
     }
 
     public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
@@ -73,20 +88,25 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
-        let secretService = try connect()
-        if Libsecret.collectionIsLocked(try defaultCollection(secretService)) { throw Self.lockedForListing }
-        let items = try call("search the keyring") { (deadline) throws(GLibError) in
-            try Libsecret.serviceSearch(secretService, attributes: ["service": service.rawValue], flags: SECRET_SEARCH_ALL, deadline)
+        if try isLocked() { throw Self.lockedForListing }
+        let bus = try sessionBus()
+        let found = try call("search the keyring") { (deadline) throws(GLibError) in
+            try SecretServiceCalls.searchItems(bus, attributes: ["service": service.rawValue], deadline)
         }
-        if items.contains(where: Libsecret.itemIsLocked) { throw Self.lockedForListing }
+        if !found.locked.isEmpty { throw Self.lockedForListing }
+        let attributes = try call("read the items' attributes") { (deadline) throws(GLibError) in
+            try SecretServiceCalls.itemsAttributes(bus, paths: found.unlocked, deadline)
+        }
         // Items another tool stored with an account attribute that is not a valid id are skipped.
-        return items.compactMap { Libsecret.itemAttribute($0, "account").flatMap(AccountID.init(rawValue:)) }
+        return attributes.compactMap { $0["account"].flatMap(AccountID.init(rawValue:)) }
     }
 
     // MARK: - Steps
 
     private static let locked = AuthError.unavailable(
         "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or run in a desktop session without --no-prompt")
+    private static let noDefaultCollection = AuthError.unavailable(
+        "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run in `authctl sandbox`")
     private static let lockedForListing = AuthError.unavailable(
         "the keyring is locked, so account ids cannot be listed; unlock the login keyring (e.g. in Seahorse) and try again")
 
@@ -94,14 +114,19 @@ public struct SecretServiceStore: SecretStore {
         ["service": service.rawValue, "account": account.rawValue]
     }
 
-    /// Connects to the session bus and the Secret Service (GIO shares one connection).
-    private func connect() throws(AuthError) -> Libsecret.Service {
-        do {
-            _ = try GDBus.busGet(Deadline(seconds: callTimeout))
+    /// The session bus (GIO's shared connection, which libsecret uses too).
+    private func sessionBus() throws(AuthError) -> GDBus.Connection {
+        do throws(GLibError) {
+            return try GDBus.busGet(Deadline(seconds: callTimeout))
         } catch {
             throw .unavailable("no session bus (\(error.message)); run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`",
                                detail: error.debugDescription)
         }
+    }
+
+    /// Connects to the session bus and the Secret Service, for calls that move secrets.
+    private func connect() throws(AuthError) -> Libsecret.Service {
+        _ = try sessionBus()
         return try call("connect to the Secret Service") { (deadline) throws(GLibError) in try Libsecret.serviceGet(deadline) }
     }
 
@@ -116,9 +141,7 @@ public struct SecretServiceStore: SecretStore {
         let collection = try call("find the default collection") { (deadline) throws(GLibError) in
             try Libsecret.collectionForAlias(secretService, alias: "default", deadline)
         }
-        guard let collection else {
-            throw .unavailable("the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run in `authctl sandbox`")
-        }
+        guard let collection else { throw Self.noDefaultCollection }
         return collection
     }
 

@@ -1,0 +1,150 @@
+"""Times authctl against secret-tool, python keyring, argon2 + secret-tool and secretstorage.
+
+Whole processes, A and B alternating, medians and the median of the pairwise ratios (the
+machine is shared and noisy: ratios drift less than absolute times). Runs inside
+`authctl sandbox` (see .ci/bench); prints a Markdown table.
+"""
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+AUTHCTL = os.environ["AUTHCTL_BIN"]
+BENCH = os.environ["AUTHCTL_BENCH_BIN"]
+PYTHON = sys.executable
+SERVICE, ACCOUNT, PASSWORD = "bench", "bench@example.org", b"correct horse battery staple"
+PAIRS = int(os.environ.get("BENCH_PAIRS", "31"))
+ENV = dict(os.environ, AUTHCTL_SERVICE=SERVICE)
+
+
+def run(command, stdin=None, expect=0):
+    """Runs a command to its end; returns (seconds, max RSS in KiB)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    if stdin is not None:
+        process.stdin.write(stdin)
+        process.stdin.close()
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if expect is not None and process.returncode != expect:
+        sys.exit(f"{command[0]} exited {process.returncode}: {process.stderr.read().decode()}")
+    return elapsed, usage.ru_maxrss
+
+
+def median_ms(values):
+    return statistics.median(values) * 1000
+
+
+def compare(name, a, b, before_a=None):
+    """Alternates a and b PAIRS times; returns a result row."""
+    times_a, times_b, ratios = [], [], []
+    for index in range(PAIRS):
+        order = [("a", a), ("b", b)] if index % 2 == 0 else [("b", b), ("a", a)]
+        measured = {}
+        for label, command in order:
+            if label == "a" and before_a:
+                before_a()
+            measured[label] = command()
+        times_a.append(measured["a"])
+        times_b.append(measured["b"])
+        ratios.append(measured["a"] / measured["b"])
+    return name, median_ms(times_a), median_ms(times_b), statistics.median(ratios)
+
+
+def latency(events=100):
+    """sign-in returns → the `watch` line appears, in ms."""
+    watcher = subprocess.Popen([AUTHCTL, "watch", "--initial"], stdout=subprocess.PIPE, env=ENV)
+    arrivals, arrived = [], threading.Condition()
+
+    def read():
+        for _ in watcher.stdout:
+            with arrived:
+                arrivals.append(time.perf_counter())
+                arrived.notify_all()
+    threading.Thread(target=read, daemon=True).start()
+    with arrived:
+        arrived.wait_for(lambda: len(arrivals) >= 1, timeout=10)
+    samples = []
+    for _ in range(events):
+        run([AUTHCTL, "sign-out", "--keep-credentials"])
+        with arrived:
+            arrived.wait_for(lambda: len(arrivals) >= 2 + 2 * len(samples), timeout=10)
+        run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], stdin=PASSWORD)
+        returned = time.perf_counter()
+        with arrived:
+            arrived.wait_for(lambda: len(arrivals) >= 3 + 2 * len(samples), timeout=10)
+            samples.append(arrivals[-1] - returned)
+    watcher.terminate()
+    samples.sort()
+    return statistics.median(samples) * 1000, samples[int(len(samples) * 0.95) - 1] * 1000
+
+
+def main():
+    # One enrolled account, signed in, as the item everybody looks up.
+    run([AUTHCTL, "sign-in", ACCOUNT, "--name", "Bench", "--password-stdin"], stdin=PASSWORD)
+    run([PYTHON, "-c", f"import keyring; keyring.set_password({SERVICE!r}, {ACCOUNT!r}, 'x')"])
+    # 1,000 accounts under another service, for the listings.
+    run([PYTHON, "-c", """
+import secretstorage
+collection = secretstorage.get_default_collection(secretstorage.dbus_init())
+for i in range(1000):
+    collection.create_item(f"bulk {i}", {"service": "bulk", "account": f"user{i:04d}@example.org"}, b"x")
+"""])
+    status = lambda: run([AUTHCTL, "status"])[0]
+    rows = [
+        compare("`authctl status` vs `secret-tool lookup`", status,
+                lambda: run(["secret-tool", "lookup", "service", SERVICE, "account", ACCOUNT])[0]),
+        compare("`authctl status` vs `python3 -m keyring get`", status,
+                lambda: run([PYTHON, "-m", "keyring", "get", SERVICE, ACCOUNT])[0]),
+        compare("`authctl sign-in` (enrolled) vs `argon2` + `secret-tool lookup`",
+                lambda: run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], stdin=PASSWORD)[0],
+                lambda: run(["sh", "-c", "printf %s 'correct horse battery staple' | argon2 saltsaltsaltsalt -id -t 3 -k 65536 -p 4 -l 32 -e >/dev/null"
+                                         f" && secret-tool lookup service {SERVICE} account {ACCOUNT} >/dev/null"])[0],
+                before_a=lambda: run([AUTHCTL, "sign-out", "--keep-credentials"])),
+        compare("`authctl accounts` (1,000) vs Python `secretstorage` listing",
+                lambda: run([AUTHCTL, "--service", "bulk", "accounts"])[0],
+                lambda: run([PYTHON, "-c", "import secretstorage; c = secretstorage.get_default_collection(secretstorage.dbus_init());"
+                                           " [i.get_attributes()['account'] for i in c.search_items({'service': 'bulk'})]"])[0]),
+    ]
+    run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], stdin=PASSWORD)
+    median_latency, p95_latency = latency()
+    rss = {
+        "authctl status": statistics.median(run([AUTHCTL, "status"])[1] for _ in range(5)),
+        "secret-tool lookup": statistics.median(run(["secret-tool", "lookup", "service", SERVICE, "account", ACCOUNT])[1] for _ in range(5)),
+        "authctl sign-in": statistics.median(run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], stdin=PASSWORD)[1] for _ in range(5)),
+    }
+    in_process = int(subprocess.run([BENCH, SERVICE, "3"], env=ENV, capture_output=True, text=True, check=True).stdout)
+    python_loop = int(subprocess.run([PYTHON, "-c", f"""
+import secretstorage, time
+connection = secretstorage.dbus_init()
+collection = secretstorage.get_default_collection(connection)
+start, checks = time.perf_counter(), 0
+while time.perf_counter() - start < 3:
+    assert next(collection.search_items({{"service": {SERVICE!r}, "account": {ACCOUNT!r}}}), None) is not None
+    checks += 1
+print(int(checks / (time.perf_counter() - start)))
+"""], env=ENV, capture_output=True, text=True, check=True).stdout)
+
+    print(f"authctl benchmark, {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+          f"{platform.platform()}; {PAIRS} alternating pairs each\n")
+    print("| comparison (A vs B) | A median | B median | median A/B |")
+    print("|---|---:|---:|---:|")
+    for name, a, b, ratio in rows:
+        print(f"| {name} | {a:.1f} ms | {b:.1f} ms | {ratio:.2f} |")
+    print(f"\n| event latency (sign-in returns → `watch` line), 100 events | median {median_latency:.2f} ms | p95 {p95_latency:.2f} ms |")
+    print("|---|---:|---:|")
+    print("\n| peak memory (max RSS) | |\n|---|---:|")
+    for name, kib in rss.items():
+        print(f"| `{name}` | {kib / 1024:.1f} MiB |")
+    print("\n| in-process `isSignedIn` checks per second, warm connection | |\n|---|---:|")
+    print(f"| AuthController (Swift) | {in_process} |")
+    print(f"| Python `secretstorage` search loop | {python_loop} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+internal import CLibsecret
+
+/// Raw Secret Service calls over GDBus, for the reads that need no secret: one round trip
+/// each, with no libsecret proxies (which load every property of every object they touch).
+/// The D-Bus API is the freedesktop.org Secret Service specification.
+enum SecretServiceCalls {
+    static let busName = "org.freedesktop.secrets"
+    static let servicePath = "/org/freedesktop/secrets"
+    /// The spec's fixed path of the collection behind the `default` alias.
+    static let defaultCollectionPath = "/org/freedesktop/secrets/aliases/default"
+    /// How many calls of a batch may await their reply at once.
+    static let maximumInFlight = 64
+
+    /// `Service.SearchItems(a{ss}) → (ao unlocked, ao locked)`. Works while locked.
+    static func searchItems(_ connection: GDBus.Connection, attributes: KeyValuePairs<String, String>,
+                            _ deadline: Deadline) throws(GLibError) -> (unlocked: [String], locked: [String]) {
+        let builder = g_variant_builder_new(variantType("a{ss}"))
+        defer { g_variant_builder_unref(builder) }
+        for (key, value) in attributes {
+            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_string(value)))
+        }
+        var children: [OpaquePointer?] = [g_variant_builder_end(builder)]
+        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "SearchItems",
+                             parameters: parameters, replyType: "(aoao)", deadline)
+        defer { g_variant_unref(reply) }
+        return (strings(in: reply, at: 0), strings(in: reply, at: 1))
+    }
+
+    /// `Properties.Get(Collection, "Locked")` of the collection at `path`.
+    static func collectionIsLocked(_ connection: GDBus.Connection, path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
+        let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Collection", name: "Locked", deadline)
+        defer { g_variant_unref(value) }
+        return g_variant_is_of_type(value, variantType("b")) != 0 && g_variant_get_boolean(value) != 0
+    }
+
+    /// The `Attributes` of many items at once: every `Properties.Get` is sent before the
+    /// first reply is awaited, so a thousand items cost about one round trip, not a thousand.
+    /// The corresponding C functions are `g_dbus_connection_call` and `_call_finish`, run on
+    /// a private main context.
+    static func itemsAttributes(_ connection: GDBus.Connection, paths: [String], _ deadline: Deadline) throws(GLibError) -> [[String: String]] {
+        final class Batch {
+            var replies: [OpaquePointer?]
+            var failure: GLibError?
+            var pending: Int
+            init(count: Int) {
+                replies = Array(repeating: nil, count: count)
+                pending = count
+            }
+        }
+        final class Slot {
+            let batch: Batch
+            let index: Int
+            init(_ batch: Batch, _ index: Int) {
+                self.batch = batch
+                self.index = index
+            }
+        }
+        let context = g_main_context_new()
+        g_main_context_push_thread_default(context)
+        defer {
+            g_main_context_pop_thread_default(context)
+            g_main_context_unref(context)
+        }
+        let batch = Batch(count: paths.count)
+        func send(_ index: Int) {
+            let path = paths[index]
+            var children: [OpaquePointer?] = [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")]
+            let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+            let slot = Unmanaged.passRetained(Slot(batch, index)).toOpaque()
+            g_dbus_connection_call(connection.pointer, busName, path, "org.freedesktop.DBus.Properties", "Get", parameters,
+                                   variantType("(v)"), G_DBUS_CALL_FLAGS_NONE, Int32(deadline.seconds * 1000),
+                                   deadline.cancellable, { source, result, userData in
+                let slot = Unmanaged<Slot>.fromOpaque(userData!).takeRetainedValue()
+                var error: UnsafeMutablePointer<GError>?
+                let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
+                if let error {
+                    let failure = GLibError.take(error)
+                    if slot.batch.failure == nil { slot.batch.failure = failure }
+                }
+                slot.batch.replies[slot.index] = reply
+                slot.batch.pending -= 1
+            }, slot)
+        }
+        // A bus limits the replies one connection may await (dbus-daemon's default is 128).
+        var next = 0
+        while next < paths.count || batch.pending > 0 {
+            while next < paths.count && next - (paths.count - batch.pending) < maximumInFlight {
+                send(next)
+                next += 1
+            }
+            g_main_context_iteration(context, 1)
+        }
+        defer { for reply in batch.replies { if let reply { g_variant_unref(reply) } } }
+        if let failure = batch.failure { throw failure }
+        return batch.replies.map { reply in
+            guard let reply, let boxed = g_variant_get_child_value(reply, 0) else { return [:] }
+            defer { g_variant_unref(boxed) }
+            let value = g_variant_get_variant(boxed)!
+            defer { g_variant_unref(value) }
+            return dictionary(value)
+        }
+    }
+
+    /// An `a{ss}` as a dictionary (empty for any other type).
+    private static func dictionary(_ value: OpaquePointer) -> [String: String] {
+        var attributes: [String: String] = [:]
+        guard g_variant_is_of_type(value, variantType("a{ss}")) != 0 else { return attributes }
+        for index in 0..<g_variant_n_children(value) {
+            let entry = g_variant_get_child_value(value, index)!
+            let key = g_variant_get_child_value(entry, 0)!, text = g_variant_get_child_value(entry, 1)!
+            attributes[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
+            g_variant_unref(key)
+            g_variant_unref(text)
+            g_variant_unref(entry)
+        }
+        return attributes
+    }
+
+    private static func property(_ connection: GDBus.Connection, path: String, interface: String, name: String,
+                                 _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
+        var children: [OpaquePointer?] = [g_variant_new_string(interface), g_variant_new_string(name)]
+        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let reply = try call(connection, path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
+                             parameters: parameters, replyType: "(v)", deadline)
+        defer { g_variant_unref(reply) }
+        let boxed = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(boxed) }
+        return g_variant_get_variant(boxed)
+    }
+
+    /// The corresponding C function is `g_dbus_connection_call_sync`; the reply is owned by the caller.
+    private static func call(_ connection: GDBus.Connection, path: String, interface: String, method: String,
+                             parameters: OpaquePointer?, replyType: StaticString, _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
+        let reply = try withGError {
+            g_dbus_connection_call_sync(connection.pointer, busName, path, interface, method, parameters,
+                                        variantType(replyType), G_DBUS_CALL_FLAGS_NONE, Int32(deadline.seconds * 1000),
+                                        deadline.cancellable, $0)
+        }
+        return reply!
+    }
+
+    private static func strings(in tuple: OpaquePointer, at index: Int) -> [String] {
+        let array = g_variant_get_child_value(tuple, gsize(index))!
+        defer { g_variant_unref(array) }
+        return (0..<g_variant_n_children(array)).map { element in
+            let child = g_variant_get_child_value(array, element)!
+            defer { g_variant_unref(child) }
+            return String(cString: g_variant_get_string(child, nil))
+        }
+    }
+}
