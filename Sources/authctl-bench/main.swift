@@ -4,6 +4,20 @@ import AuthController
 import Foundation
 
 let arguments = CommandLine.arguments
+if arguments.count == 3, arguments[1] == "--argon2", let rounds = Int(arguments[2]) {
+    // Argon2id with the defaults, in process: the floor under `sign-in`.
+    let hasher = Argon2idHasher()
+    let password = try Password("correct horse battery staple")
+    let encoded = try hasher.hash(password)
+    var times: [Double] = []
+    for _ in 0..<rounds {
+        let start = Date()
+        _ = hasher.verify(password, against: encoded)
+        times.append(Date().timeIntervalSince(start) * 1000)
+    }
+    print(times.sorted()[rounds / 2])
+    exit(0)
+}
 guard arguments.count == 3, let service = ServiceName(rawValue: arguments[1]), let seconds = Double(arguments[2]) else {
     FileHandle.standardError.write(Data("usage: authctl-bench SERVICE SECONDS\n".utf8))
     exit(64)

@@ -1,4 +1,5 @@
 internal import CLibsecret
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,9 +28,15 @@ enum GDBus {
     /// The session bus (GIO's shared connection, which libsecret uses too).
     /// The corresponding C function is `g_bus_get_sync`.
     static func busGet(_ deadline: Deadline) throws(GLibError) -> Connection {
-        let connection = try withGError { g_bus_get_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }
-        return Connection(taking: connection!)
+        if let connection = sessionBus.withLock({ $0 }) { return connection }
+        let connection = Connection(taking: try withGError { g_bus_get_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }!)
+        // GIO keeps only a weak reference to its shared connection: without this one, every
+        // call would connect, authenticate and say Hello anew.
+        sessionBus.withLock { $0 = connection }
+        return connection
     }
+
+    private static let sessionBus = Mutex<Connection?>(nil)
 
     /// The bus at `address`, or the session bus when `address` is `nil`.
     static func connect(address: String?, _ deadline: Deadline) throws(GLibError) -> Connection {

@@ -34,6 +34,36 @@ enum SecretServiceCalls {
         return g_variant_is_of_type(value, variantType("b")) != 0 && g_variant_get_boolean(value) != 0
     }
 
+    /// The secret of the item at `path`, through a `plain` session: the socket is local and the
+    /// secret is a hash, so the Diffie-Hellman exchange libsecret negotiates buys nothing here.
+    /// `OpenSession`, `Item.GetSecret`, then `Session.Close` without waiting for its reply.
+    static func secret(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> [UInt8] {
+        var openArguments: [OpaquePointer?] = [g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))]
+        let openParameters = openArguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let opened = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "OpenSession",
+                              parameters: openParameters, replyType: "(vo)", deadline)
+        let sessionValue = g_variant_get_child_value(opened, 1)!
+        let session = String(cString: g_variant_get_string(sessionValue, nil))
+        g_variant_unref(sessionValue)
+        g_variant_unref(opened)
+        defer {
+            g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
+                                   G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
+        }
+        var getArguments: [OpaquePointer?] = [g_variant_new_object_path(session)]
+        let getParameters = getArguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
+                             parameters: getParameters, replyType: "((oayays))", deadline)
+        defer { g_variant_unref(reply) }
+        let structure = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(structure) }
+        let value = g_variant_get_child_value(structure, 2)!
+        defer { g_variant_unref(value) }
+        var count: gsize = 0
+        guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+    }
+
     /// The `Attributes` of many items at once: every `Properties.Get` is sent before the
     /// first reply is awaited, so a thousand items cost about one round trip, not a thousand.
     /// The corresponding C functions are `g_dbus_connection_call` and `_call_finish`, run on

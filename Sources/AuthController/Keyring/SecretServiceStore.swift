@@ -46,14 +46,21 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
-        let secretService = try connect()
-        try unlockDefaultCollection(secretService)
-        let items = try search(secretService, service, account, flags: SECRET_SEARCH_LOAD_SECRETS)
-        guard let item = items.first else { return nil }
-        if Libsecret.itemIsLocked(item) { throw Self.locked }
-        // An item whose secret is missing or not text reads as an empty secret: the hasher
-        // then refuses it, and the user is told to `forget` it.
-        return Libsecret.itemSecretText(item) ?? ""
+        try unlockIfLocked()
+        let bus = try sessionBus()
+        let found = try call("search the keyring") { (deadline) throws(GLibError) in
+            try SecretServiceCalls.searchItems(bus, attributes: Self.attributes(service, account), deadline)
+        }
+        guard let path = found.unlocked.first else {
+            if found.locked.isEmpty { return nil }
+            throw Self.locked  // in another, locked collection
+        }
+        let bytes = try call("read the password hash") { (deadline) throws(GLibError) in
+            try SecretServiceCalls.secret(bus, item: path, deadline)
+        }
+        // A secret that is not text reads as empty: the hasher then refuses it, and the user
+        // is told to `forget` it.
+        return String(validating: bytes, as: UTF8.self) ?? ""
     }
 
     public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
@@ -143,6 +150,13 @@ public struct SecretServiceStore: SecretStore {
         }
         guard let collection else { throw Self.noDefaultCollection }
         return collection
+    }
+
+    /// Unlocks the default collection if it is locked (showing the prompt if allowed); costs
+    /// one round trip when it is not.
+    private func unlockIfLocked() throws(AuthError) {
+        guard try isLocked() else { return }
+        try unlockDefaultCollection(try connect())
     }
 
     /// Makes sure the default collection is unlocked, showing the unlock prompt if allowed.

@@ -1,0 +1,68 @@
+@testable import AuthController
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Passwords typed at a terminal: a pseudo-terminal stands in for the user.
+@Suite("Passwords from a terminal")
+struct TerminalTests {
+    /// Runs `authctl` on a new pseudo-terminal, answering each prompt in `answers` as it
+    /// appears. Returns the exit status and everything the terminal showed.
+    func runOnTerminal(_ scenario: Scenario, _ arguments: [String], answers: [(prompt: String, reply: String)]) throws -> (Int32, String) {
+        var master: Int32 = -1, slave: Int32 = -1
+        #expect(openpty(&master, &slave, nil, nil, nil) == 0)
+        defer { close(master) }
+        let child = try ChildProcess(Scenario.binary, arguments: arguments, environment: scenario.environment,
+                                     standardInput: slave, standardOutput: slave, standardError: slave)
+        close(slave)
+        var screen = ""
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        func read(until text: String) {
+            let giveUp = Date().addingTimeInterval(30)
+            while !screen.contains(text) && Date() < giveUp {
+                var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, 100) >= 0 else { return }
+                if poller.revents & Int16(POLLIN) != 0 {
+                    let count = Glibc.read(master, &buffer, buffer.count)
+                    if count <= 0 { return }
+                    screen += String(decoding: buffer[0..<count], as: UTF8.self)
+                } else if poller.revents != 0 {
+                    return
+                }
+            }
+        }
+        var consumed = screen.startIndex
+        for (prompt, reply) in answers {
+            read(until: prompt)
+            // Answer only prompts not answered yet.
+            if let range = screen.range(of: prompt, range: consumed..<screen.endIndex) { consumed = range.upperBound }
+            _ = (reply + "\n").withCString { Glibc.write(master, $0, strlen($0)) }
+        }
+        read(until: "\u{0}")  // everything up to end of output
+        return (child.wait(), screen)
+    }
+
+    @Test("a new account is asked twice with echo off; a known one once; a mismatch is 65")
+    func typedPasswords() throws {
+        let scenario = try Scenario()
+        var (status, screen) = try runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [
+            ("New password for tty-user: ", "s3cret-typed"), ("Repeat the password: ", "s3cret-typed"),
+        ])
+        #expect(status == 0, "\(screen)")
+        #expect(screen.contains("Signed in to \(scenario.service) as tty-user."))
+        #expect(!screen.contains("s3cret-typed"), "the password was echoed: \(screen)")
+
+        (status, screen) = try runOnTerminal(scenario, ["verify"], answers: [("Password for tty-user: ", "s3cret-typed")])
+        #expect(status == 0 && !screen.contains("s3cret-typed"), "\(screen)")
+        (status, screen) = try runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [("Password for tty-user: ", "wrong")])
+        #expect(status == 77, "\(screen)")
+
+        (status, screen) = try runOnTerminal(scenario, ["sign-in", "other"], answers: [
+            ("New password for other: ", "one"), ("Repeat the password: ", "two"),
+        ])
+        #expect(status == 65 && screen.contains("did not match"), "\(screen)")
+        #expect(try scenario.authctl("whoami").output == "tty-user")
+    }
+}
