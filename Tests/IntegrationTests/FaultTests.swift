@@ -60,6 +60,20 @@ struct FaultTests {
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
     }
 
+    @Test("no default collection: 69 within 5 s, saying so")
+    func noDefaultCollection() throws {
+        let sandbox = try DesktopSandbox()
+        defer { sandbox.stop() }
+        let scenario = try Scenario(sandbox: sandbox)
+        let deleted = try scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path",
+                                         "/org/freedesktop/secrets/collection/login", "--method", "org.freedesktop.Secret.Collection.Delete")
+        #expect(deleted.status == 0, "\(deleted)")
+        for arguments in [["status"], ["accounts"], ["sign-in", "a", "--password-stdin"]] {
+            let run = try scenario.authctl(arguments, input: Array("pw".utf8))
+            #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no default collection"), "\(arguments): \(run)")
+        }
+    }
+
     @Test("no session bus: 69 within 5 s, saying so")
     func noSessionBus() throws {
         var scenario = try Scenario()

@@ -28,7 +28,9 @@ enum GDBus {
     /// The session bus (GIO's shared connection, which libsecret uses too).
     /// The corresponding C function is `g_bus_get_sync`.
     static func busGet(_ deadline: Deadline) throws(GLibError) -> Connection {
-        if let connection = sessionBus.withLock({ $0 }) { return connection }
+        if let connection = sessionBus.withLock({ $0 }), g_dbus_connection_is_closed(connection.pointer) == 0 {
+            return connection
+        }
         let connection = Connection(taking: try withGError { g_bus_get_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }!)
         // GIO keeps only a weak reference to its shared connection: without this one, every
         // call would connect, authenticate and say Hello anew.
