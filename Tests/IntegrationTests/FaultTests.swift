@@ -68,7 +68,7 @@ struct FaultTests {
         let deleted = try scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path",
                                          "/org/freedesktop/secrets/collection/login", "--method", "org.freedesktop.Secret.Collection.Delete")
         #expect(deleted.status == 0, "\(deleted)")
-        for arguments in [["status"], ["accounts"], ["sign-in", "a", "--password-stdin"]] {
+        for arguments in [["status"], ["accounts"], ["sign-in", "a", "--password-stdin"], ["forget", "a"]] {
             let run = try scenario.authctl(arguments, input: Array("pw".utf8))
             #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no default collection"), "\(arguments): \(run)")
         }

@@ -84,6 +84,8 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        // Without a default collection this is 69, not a silent "nothing to delete".
+        _ = try isLocked()
         let secretService = try connect()
         let items = try search(secretService, service, account, flags: SECRET_SEARCH_ALL)
         guard !items.isEmpty else { return false }
