@@ -84,6 +84,8 @@ public final class AuthController: Sendable {
             let read = try settings.read(service: service)
             let stored = try keyring.secret(service: service, account: account)
             if stored != seen { plan = try self.plan(signingIn: account, password: password, stored: stored) }
+            // Every read that can fail comes before the first write.
+            let previous = try signedInAccount(in: read.record)
             if let hash = plan.hashToStore {
                 do throws(AuthError) {
                     try keyring.store(hash, service: service, account: account, label: label(for: account))
@@ -92,7 +94,6 @@ public final class AuthController: Sendable {
                     plan.hashToStore = nil
                 }
             }
-            let previous = try signedInAccount(in: read.record)
             if previous == account && read.corruption == nil { return [] }
             let now = clock()
             var record = read.record
@@ -127,8 +128,9 @@ public final class AuthController: Sendable {
             let read = try settings.read(service: service)
             var record = read.record
             if read.corruption != nil {
-                if let copy = try settings.save(SessionRecord(), service: service) { warnings.append(replacedNote(copy)) }
-                warnings.append("nobody was signed out and no password hash was deleted, since the corrupt file did not say who was signed in")
+                let copy = try settings.save(SessionRecord(), service: service)
+                warnings.append(replacedNote(copy ?? "settings.ini.corrupt")
+                                + "; nobody was signed out and no password hash was deleted, since it did not say who was signed in")
                 return []
             }
             guard let user = record.user else {
@@ -234,9 +236,17 @@ public final class AuthController: Sendable {
                           reason: .initial, name: status.name ?? "", timestamp: clock(), sequence: status.sequence)
     }
 
-    /// Whether `account` has a stored hash. Never prompts.
+    /// Throws when the settings file is unsafe, unreadable or corrupt (78, 74): settings
+    /// problems are reported before keyring ones.
+    public func checkSettings() throws(AuthError) {
+        if let corruption = try settings.read(service: service).corruption { throw .settingsUnsafe(corruption) }
+    }
+
+    /// Whether `account` has a stored hash. Never prompts. An unsafe settings file is reported
+    /// first (78, 74); a corrupt one is not, since a sign-in replaces it.
     public func hasStoredPassword(for account: AccountID) throws(AuthError) -> Bool {
-        try keyring.containsItem(service: service, account: account)
+        _ = try settings.read(service: service)
+        return try keyring.containsItem(service: service, account: account)
     }
 
     /// The accounts with a stored hash, sorted by bytes, marking the signed-in one. Never

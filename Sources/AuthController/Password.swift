@@ -30,7 +30,7 @@ public struct Password: Sendable, Equatable {
             throw .invalidInput("invalid password: it is longer than \(Self.maximumLength) bytes")
         }
         guard !bytes.contains(0) else { throw .invalidInput("invalid password: it contains a NUL byte") }
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+        guard Self.isValidUTF8(bytes) else {
             throw .invalidInput("invalid password: it is not valid UTF-8")
         }
         storage = Storage(copying: bytes)
@@ -43,6 +43,19 @@ public struct Password: Sendable, Equatable {
         defer { bytes.withUnsafeMutableBytes { Posix.wipe($0) } }
         let result = bytes.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
         self = try result.get()
+    }
+
+    /// Checks UTF-8 without building a `String`, which would be a copy nobody can wipe.
+    private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 
     /// Compares the bytes as read (before normalisation).

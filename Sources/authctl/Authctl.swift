@@ -21,8 +21,22 @@ struct Authctl: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// The position of the first argument whose bytes are not UTF-8. Swift's `CommandLine`
+    /// would quietly turn them into U+FFFD, and an account id must be data as typed.
+    static func firstNonUTF8Argument() -> Int? {
+        for position in 1..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[position] else { continue }
+            let bytes = UnsafeRawBufferPointer(start: argument, count: strlen(argument))
+            if String(validating: bytes, as: UTF8.self) == nil { return position }
+        }
+        return nil
+    }
+
     /// Parses, runs, and maps every failure to one line on stderr and its exit status.
     static func main() {
+        if let position = firstNonUTF8Argument() {
+            Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -34,7 +48,7 @@ struct Authctl: ParsableCommand {
         } catch {
             // Help and version requests arrive as errors too; they are not failures.
             if exitCode(for: error) == .success {
-                Output.line(fullMessage(for: error))
+                Output.help(fullMessage(for: error))
                 Glibc.exit(0)
             }
             let message = self.message(for: error)

@@ -170,6 +170,19 @@ struct CommandLineTests {
         #expect(try scenario.authctl("accounts").stdout.isEmpty)
     }
 
+    @Test("an account id, name or service that is not UTF-8 is 65, not quietly replaced", arguments: [
+        #"sign-in "$(printf 'a\377')" --password-stdin"#, #"sign-in a --name "$(printf '\300')" --password-stdin"#,
+        #"--service "$(printf '\377')" status"#, #"forget "$(printf '\377')""#,
+    ])
+    func nonUTF8Arguments(_ arguments: String) throws {
+        var scenario = try Scenario()
+        scenario.extraEnvironment["AUTHCTL"] = Scenario.binary
+        let run = try runProcess("/bin/sh", ["-c", "printf pw | \"$AUTHCTL\" \(arguments)"], input: nil,
+                                 environment: scenario.environment, timeout: 30)
+        #expect(run.status == 65 && run.stderr.contains("not valid UTF-8"), "\(run)")
+        #expect(try scenario.authctl("accounts").stdout.isEmpty)
+    }
+
     @Test("a password that is not UTF-8 is 65")
     func nonUTF8Password() throws {
         let scenario = try Scenario()

@@ -67,6 +67,18 @@ struct WatchTests {
         #expect(run.status == 1 && run.seconds >= 0.5 && run.seconds < 5, "\(run)")
     }
 
+    @Test("a running --exec command does not hold up --timeout or a signal")
+    func execDoesNotBlock() throws {
+        let scenario = try Scenario()
+        var run = try scenario.authctl("watch", "--initial", "--timeout", "1", "--exec", "sleep 30")
+        #expect(run.status == 0 && run.seconds < 10, "\(run)")
+        let watch = try scenario.start(["watch", "--initial", "--exec", "echo hook-started; sleep 30"])
+        #expect(watch.waitForLines(2).count == 2)
+        watch.signal(SIGTERM)
+        run = watch.wait(timeout: 20)
+        #expect(run.status == 0 && run.seconds < 15, "\(run)")
+    }
+
     @Test("SIGINT and SIGTERM end watching with 0", arguments: [SIGINT, SIGTERM])
     func signals(_ signalNumber: Int32) throws {
         let scenario = try Scenario()
@@ -149,11 +161,11 @@ struct SandboxTests {
         #expect(left.status == 1 && left.stdout.isEmpty, "\(left)")
     }
 
-    @Test("--keep keeps the folder and says where")
+    @Test("--keep keeps the folder and says where, once")
     func keep() throws {
         let scenario = try Scenario()
         let run = try scenario.authctl("sandbox", "--keep", "--", "true")
-        #expect(run.status == 0)
+        #expect(run.status == 0 && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         let path = try #require(run.stderr.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
         #expect(run.stderr.hasPrefix("authctl: kept the sandbox directory /"))
         #expect(FileManager.default.fileExists(atPath: path + "/config"))
@@ -179,10 +191,16 @@ struct SandboxTests {
         #expect(run.status == 69 && run.stderr.contains("dbus-daemon") && run.stderr.contains("apt-get install dbus-daemon"), "\(run)")
     }
 
-    @Test("no command: 64")
-    func noCommand() throws {
+    @Test("no command: 64; a command that is not found: 127; `--` is optional; global options may precede the command")
+    func commandForms() throws {
         let scenario = try Scenario()
         #expect(try scenario.authctl("sandbox").status == 64)
+        let missing = try scenario.authctl("sandbox", "--", "no-such-command-here")
+        #expect(missing.status == 127 && missing.stderr == "authctl: no-such-command-here: command not found\n", "\(missing)")
+        let bare = try scenario.authctl("sandbox", "sh", "-c", "echo $XDG_RUNTIME_DIR; exit 5")
+        #expect(bare.status == 5 && bare.stdout.contains("authctl-sandbox."), "\(bare)")
+        let global = try scenario.authctl("sandbox", "--no-prompt", "--service", "x", "--", "true")
+        #expect(global.status == 0, "\(global)")
     }
 }
 

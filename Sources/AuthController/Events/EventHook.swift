@@ -1,9 +1,12 @@
+import Synchronization
+
 /// A shell command run once per event, as `watch --exec` does. The event reaches the command
 /// only through environment variables, never through its text, so account ids such as
 /// ``evil$(touch x)`@x.org`` are data.
-public struct EventHook: Sendable {
+public final class EventHook: Sendable {
     /// The command text, run with `/bin/sh -c`.
     public let command: String
+    private let running = Mutex<ChildProcess?>(nil)
 
     public init(command: String) {
         self.command = command
@@ -26,12 +29,24 @@ public struct EventHook: Sendable {
     public func run(for event: LoginEvent, environment: [String: String]) throws(AuthError) -> Int32 {
         var variables = environment
         for (key, value) in Self.variables(for: event) { variables[key] = value }
+        let child: ChildProcess
         do {
-            let child = try ChildProcess("/bin/sh", arguments: ["-c", command], environment: variables,
-                                         standardInput: nil, standardOutput: 1, standardError: 2)
-            return child.wait()
+            child = try ChildProcess("/bin/sh", arguments: ["-c", command], environment: variables,
+                                     standardInput: nil, standardOutput: 1, standardError: 2)
         } catch {
             throw .unavailable("cannot run /bin/sh for --exec: \(error.message)")
         }
+        running.withLock { $0 = child }
+        defer { running.withLock { $0 = nil } }
+        return child.wait()
+    }
+
+    /// Asks the command that is running, if any, to stop (SIGTERM), e.g. when watching ends.
+    public func terminate() {
+        running.withLock { $0?.send(SIGTERM) }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif

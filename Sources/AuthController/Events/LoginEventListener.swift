@@ -65,7 +65,10 @@ public final class LoginEventListener: Sendable {
               case .uint64(let timestamp)? = signal.details["timestamp"],
               case .uint64(let sequence)? = signal.details["sequence"] else { return nil }
         var name = ""
-        if case .string(let text)? = signal.details["name"] { name = text }
+        if case .string(let text)? = signal.details["name"] {
+            guard let valid = try? DisplayName.validate(text) else { return nil }
+            name = valid
+        }
         var previous: AccountID?
         if case .string(let text)? = signal.details["previous-user"] { previous = AccountID(rawValue: text) }
         return LoginEvent(service: service, status: status, user: user, reason: reason, name: name,

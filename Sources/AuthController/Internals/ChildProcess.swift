@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 
 /// A child process started with `posix_spawn`. Unlike Foundation's `Process`, the child gets
 /// an empty signal mask and default handlers: a process started from a thread that blocks
@@ -8,6 +9,7 @@ import Glibc
 final class ChildProcess: @unchecked Sendable {
     let processID: pid_t
     private var exitStatus: Int32?
+    private let lock = NSLock()
 
     /// Starts `path`. `standardInput`/`standardOutput`/`standardError` are descriptors to
     /// hand to the child; `nil` means `/dev/null`. With `ownProcessGroup` the child leads a new
@@ -57,9 +59,11 @@ final class ChildProcess: @unchecked Sendable {
     /// Whether the child has not exited yet (reaping it if it has).
     var isRunning: Bool { poll() == nil }
 
-    /// Sends `signal` unless the child is gone. The corresponding C function is `kill`.
+    /// Sends `signal` unless the child has been reaped. It never reaps, so it may run on
+    /// another thread while ``wait()`` blocks: until then the process id cannot be reused.
+    /// The corresponding C function is `kill`.
     func send(_ signal: Int32) {
-        if isRunning { kill(processID, signal) }
+        lock.withLock { if exitStatus == nil { kill(processID, signal) } }
     }
 
     /// Waits for the child to end. Returns its exit status, or 128 + the signal that ended it.
@@ -106,7 +110,7 @@ final class ChildProcess: @unchecked Sendable {
     private func record(_ status: Int32) -> Int32 {
         let signal = status & 0x7F
         let code = signal == 0 ? (status >> 8) & 0xFF : 128 + signal
-        exitStatus = code
+        lock.withLock { exitStatus = code }
         return code
     }
 }

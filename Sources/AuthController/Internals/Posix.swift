@@ -96,6 +96,9 @@ enum Posix {
     /// The corresponding C function is `rename`.
     static func rename(_ from: String, _ to: String) throws(Failure) { try check("rename", Glibc.rename(from, to)) }
 
+    /// A second name for a file. The corresponding C function is `link`.
+    static func link(_ existing: String, _ new: String) throws(Failure) { try check("link", Glibc.link(existing, new)) }
+
     /// The corresponding C function is `unlink`.
     static func unlink(_ path: String) { _ = Glibc.unlink(path) }
 

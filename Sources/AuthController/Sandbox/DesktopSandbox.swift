@@ -1,5 +1,37 @@
 import Foundation
 
+/// Passes signals on to a child once it runs; remembers one that came before.
+private final class SignalRelay: @unchecked Sendable {
+    private let lock = NSLock()
+    private var child: ChildProcess?
+    private var early: Int32?
+
+    func deliver(_ signalNumber: Int32) {
+        lock.withLock {
+            if let child { child.send(signalNumber) } else if early == nil { early = signalNumber }
+        }
+    }
+
+    /// Starts the child unless a signal came first; waits for it.
+    func run(_ start: () throws(AuthError) -> ChildProcess) throws(AuthError) -> Int32 {
+        lock.lock()
+        if let early {
+            lock.unlock()
+            return 128 + early
+        }
+        let started: ChildProcess
+        do {
+            started = try start()
+        } catch {
+            lock.unlock()
+            throw error
+        }
+        child = started
+        lock.unlock()
+        return started.wait()
+    }
+}
+
 /// A throwaway desktop session: a private session bus and an unlocked gnome-keyring with a
 /// fresh default collection, under a new temporary directory that holds `XDG_DATA_HOME`,
 /// `XDG_CONFIG_HOME` and `XDG_RUNTIME_DIR`. The caller's own keyring and settings are never
@@ -85,34 +117,52 @@ public final class DesktopSandbox: @unchecked Sendable {
         if !keepingDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
-    /// Runs `program` (looked up on `PATH`) with the sandbox's environment and waits for it.
-    /// SIGINT, SIGTERM and SIGHUP sent to this process are passed on to it.
-    /// - Returns: its exit status, or 128 + the signal that ended it.
-    public func run(_ program: String, arguments: [String]) throws(AuthError) -> Int32 {
-        let path = program.contains("/") ? program : try Self.executable(program, package: nil)
-        var variables = Self.inheritedEnvironment
-        for (key, value) in environment { variables[key] = value }
+    /// Starts a sandbox, runs `program` in it, waits for it, and stops the sandbox (keeping
+    /// the directory when asked). SIGINT, SIGTERM and SIGHUP are passed on to the program; one
+    /// that arrives while the daemons start stops them and ends the run instead.
+    /// - Parameter directoryKept: called with the directory's path when it is kept.
+    /// - Returns: the program's exit status, or 128 + the signal that ended it (or the run).
+    public static func run(_ path: String, arguments: [String], keepingDirectory: Bool = false,
+                           directoryKept: (String) -> Void = { _ in }) throws(AuthError) -> Int32 {
+        let relay = SignalRelay()
         let forwarded = [SIGINT, SIGTERM, SIGHUP]
-        // Handled by the sources below instead of ending this process.
+        // From here on these signals are events to relay, not the end of this process.
         for signalNumber in forwarded { signal(signalNumber, SIG_IGN) }
-        defer { for signalNumber in forwarded { signal(signalNumber, SIG_DFL) } }
-        let child: ChildProcess
-        do {
-            child = try ChildProcess(path, arguments: arguments, environment: variables, standardInput: STDIN_FILENO,
-                                     standardOutput: STDOUT_FILENO, standardError: STDERR_FILENO)
-        } catch {
-            throw .unavailable("cannot run \(program): \(error.message)")
-        }
         let sources = forwarded.map { signalNumber in
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { child.send(signalNumber) }
+            source.setEventHandler { relay.deliver(signalNumber) }
             source.resume()
             return source
         }
-        defer { for source in sources { source.cancel() } }
-        return child.wait()
+        defer {
+            for source in sources { source.cancel() }
+            for signalNumber in forwarded { signal(signalNumber, SIG_DFL) }
+        }
+        let sandbox = try DesktopSandbox()
+        defer {
+            sandbox.stop(keepingDirectory: keepingDirectory)
+            if keepingDirectory { directoryKept(sandbox.directory) }
+        }
+        var variables = inheritedEnvironment
+        for (key, value) in sandbox.environment { variables[key] = value }
+        return try relay.run { () throws(AuthError) -> ChildProcess in
+            do throws(Posix.Failure) {
+                return try ChildProcess(path, arguments: arguments, environment: variables, standardInput: STDIN_FILENO,
+                                        standardOutput: STDOUT_FILENO, standardError: STDERR_FILENO)
+            } catch {
+                throw .unavailable("cannot run \(path): \(error.message)")
+            }
+        }
     }
 
+    /// The full path of `command`: as given when it holds a `/`, else the first executable
+    /// of that name on `PATH`; `nil` when there is none.
+    public static func resolve(_ command: String) -> String? {
+        if command.contains("/") { return command }
+        return try? executable(command, package: nil)
+    }
+
+    // MARK: - Steps
     // MARK: - Steps
 
     private static func executable(_ name: String, package: String?) throws(AuthError) -> String {

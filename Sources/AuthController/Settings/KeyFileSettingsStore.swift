@@ -43,8 +43,11 @@ public struct KeyFileSettingsStore: SettingsStore {
             case .success(let (parsed, _)):
                 keyFile = parsed
             case .failure:
+                // A second name for the old file: the rename of the new one below replaces
+                // settings.ini, so a failed write leaves the corrupt file where it was.
                 try io("keep the corrupt settings file as \(corruptCopyPath)") { () throws(Posix.Failure) in
-                    try Posix.rename(filePath, corruptCopyPath)
+                    Posix.unlink(corruptCopyPath)
+                    try Posix.link(filePath, corruptCopyPath)
                 }
                 replacedCopy = corruptCopyPath
             }
@@ -199,11 +202,12 @@ public struct KeyFileSettingsStore: SettingsStore {
             Posix.unlink(temporary)
             throw error
         }
-        // The rename is durable only once the directory entry is on disk.
-        try io("sync the settings directory \(directory)") { () throws(Posix.Failure) in
-            let directoryDescriptor = try Posix.open(directory, O_RDONLY | O_DIRECTORY)
-            defer { Posix.close(directoryDescriptor) }
-            try Posix.fsync(directoryDescriptor)
+        // The rename is durable only once the directory entry is on disk. It has taken effect
+        // already, so a failure here is not reported as a failed write: that would undo the
+        // keyring side of a change whose settings side stands.
+        if let directoryDescriptor = try? Posix.open(directory, O_RDONLY | O_DIRECTORY) {
+            try? Posix.fsync(directoryDescriptor)
+            Posix.close(directoryDescriptor)
         }
     }
 

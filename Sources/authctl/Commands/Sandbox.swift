@@ -1,6 +1,5 @@
 import ArgumentParser
 import AuthController
-import Foundation
 
 struct Sandbox: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,35 +8,63 @@ struct Sandbox: ParsableCommand {
             The command sees DBUS_SESSION_BUS_ADDRESS, XDG_CONFIG_HOME, XDG_DATA_HOME and \
             XDG_RUNTIME_DIR of a new temporary directory; your real keyring and settings are never \
             touched. Afterwards the daemons are stopped and the directory removed.
-            Exit status: the command's; 69 if dbus-daemon or gnome-keyring-daemon is missing or \
-            does not come up within 5 s.
+            Exit status: the command's (127 if it is not found); 69 if dbus-daemon or \
+            gnome-keyring-daemon is missing or does not come up within 5 s.
             """
     )
 
     @Flag(help: "Keep the temporary directory (its path is printed on stderr).")
     var keep = false
 
-    @Argument(parsing: .captureForPassthrough, help: "The command and its arguments.")
-    var command: [String] = []
+    @Argument(parsing: .captureForPassthrough, help: "The command and its arguments; `--` before it is optional.")
+    var words: [String] = []
+
+    /// `--keep` and the global options may stand before the command; everything from the
+    /// command on is its own, options included.
+    private func split() throws -> (keep: Bool, command: [String]) {
+        var keep = self.keep
+        var index = words.startIndex
+        while index < words.endIndex {
+            let word = words[index]
+            switch word {
+            case "--":
+                return (keep, Array(words[(index + 1)...]))
+            case "--keep":
+                keep = true
+            case "--no-prompt":
+                break  // the sandbox never prompts: its keyring is unlocked
+            case "--service", "--keyring-timeout":
+                index += 1
+                guard index < words.endIndex else { throw ValidationError("missing value for '\(word)'") }
+            case "-h", "--help":
+                throw CleanExit.helpRequest(Sandbox.self)
+            case _ where word.hasPrefix("--service=") || word.hasPrefix("--keyring-timeout="):
+                break
+            case _ where word.hasPrefix("-"):
+                throw ValidationError("unknown option '\(word)' before the command; put `--` before a command that starts with '-'")
+            default:
+                return (keep, Array(words[index...]))
+            }
+            index += 1
+        }
+        return (keep, [])
+    }
 
     func validate() throws {
-        if command.first == "--" { return }
-        guard !command.isEmpty else { throw ValidationError("missing the command to run, e.g. `authctl sandbox -- sh`") }
+        guard try !split().command.isEmpty else {
+            throw ValidationError("missing the command to run, e.g. `authctl sandbox -- sh`")
+        }
     }
 
     func run() throws {
-        let arguments = command.first == "--" ? Array(command.dropFirst()) : command
-        guard let program = arguments.first else {
-            throw AuthError.usage("missing the command to run, e.g. `authctl sandbox -- sh`")
+        let (keep, arguments) = try split()
+        guard let path = DesktopSandbox.resolve(arguments[0]) else {
+            Output.diagnostic("\(arguments[0]): command not found")
+            throw ExitCode(127)
         }
-        let sandbox = try DesktopSandbox()
-        defer {
-            sandbox.stop(keepingDirectory: keep)
-            if keep { Output.diagnostic("kept the sandbox directory \(sandbox.directory)") }
+        let status = try DesktopSandbox.run(path, arguments: Array(arguments.dropFirst()), keepingDirectory: keep) { directory in
+            Output.diagnostic("kept the sandbox directory \(directory)")
         }
-        let status = try sandbox.run(program, arguments: Array(arguments.dropFirst()))
-        sandbox.stop(keepingDirectory: keep)
-        if keep { Output.diagnostic("kept the sandbox directory \(sandbox.directory)") }
         throw ExitCode(status)
     }
 }

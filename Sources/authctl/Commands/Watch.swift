@@ -38,9 +38,10 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         let controller = try global.makeController()
+        try controller.checkSettings()
         // Subscribe before reading the current state, so no change falls in between.
         let listener = try LoginEventListener(service: controller.service)
-        let loop = WatchLoop(listener: listener, json: json, count: count, hook: command.map(EventHook.init(command:)))
+        let loop = WatchLoop(listener: listener, json: json, count: count, hook: command.map { EventHook(command: $0) })
         var timer: DispatchWorkItem?
         if let timeout {
             let work = DispatchWorkItem { loop.end(.timedOut) }
@@ -115,10 +116,14 @@ private final class WatchLoop: @unchecked Sendable {
     func end(_ reason: Ending) {
         lock.withLock { if endingValue == nil { endingValue = reason } }
         listener.stop()
+        // A running --exec command must not keep a timed-out or interrupted watch alive.
+        if reason != .counted { hook?.terminate() }
     }
 
-    /// Prints the event and runs the hook; returns whether `--count` is reached.
+    /// Prints the event and runs the hook; returns whether watching is over (`--count` reached,
+    /// or ended by a timeout or signal, after which buffered events are dropped).
     func handle(_ event: LoginEvent) throws(AuthError) -> Bool {
+        if ending != nil { return true }
         Output.line(json ? Watch.json(event) : Watch.text(event))
         if let hook { _ = try hook.run(for: event, environment: environment) }
         seen += 1

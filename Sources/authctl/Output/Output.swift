@@ -6,7 +6,14 @@ import Glibc
 /// The one place that writes to stdout and stderr and turns errors into exit statuses.
 enum Output {
     /// A line meant for people (or for `--json`, the document), on stdout, flushed at once.
+    /// Control characters (which no valid account id or name holds, but a message from GLib or
+    /// a spoofed signal may) are escaped, so one line stays one line.
     static func line(_ text: String) {
+        write(STDOUT_FILENO, escapingControlCharacters(text) + "\n")
+    }
+
+    /// Help or version text: several lines, written as they are.
+    static func help(_ text: String) {
         write(STDOUT_FILENO, text + "\n")
     }
 
