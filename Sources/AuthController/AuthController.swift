@@ -123,6 +123,9 @@ public final class AuthController: Sendable {
     /// settings file is replaced (a copy is kept) and nothing else happens.
     @discardableResult
     public func signOut(keepingCredentials: Bool) throws(AuthError) -> ChangeOutcome {
+        // An unlock prompt may stay up for a minute: show it before taking the settings lock,
+        // which every other authctl waits for at most 5 s.
+        if !keepingCredentials, try settings.read(service: service).record.user != nil { try keyring.unlock() }
         var warnings: [String] = []
         let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
             let read = try settings.read(service: service)
@@ -162,6 +165,9 @@ public final class AuthController: Sendable {
     /// event, reason `forget`). Idempotent.
     @discardableResult
     public func forget(_ account: AccountID) throws(AuthError) -> ChangeOutcome {
+        if let corruption = try settings.read(service: service).corruption { throw .settingsUnsafe(corruption) }
+        // As in signOut(keepingCredentials:): any unlock prompt comes before the settings lock.
+        if try keyring.containsItem(service: service, account: account) { try keyring.unlock() }
         var warnings: [String] = []
         let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
             let read = try settings.read(service: service)
@@ -288,10 +294,14 @@ public final class AuthController: Sendable {
 
     private func check(_ password: Password, against stored: String, of account: AccountID) throws(AuthError) -> PasswordVerification {
         let verification = hasher.verify(password, against: stored)
-        if case .unusable(let reason) = verification {
+        switch verification {
+        case .unusable(let reason):
             throw .invalidInput("the stored secret of \(account) is not an authctl password hash (\(reason)); clear it with `authctl forget \(account)`")
+        case .failed(let error):
+            throw error
+        case .match, .mismatch:
+            return verification
         }
-        return verification
     }
 
     /// The account the record names, if its keyring item exists (else the record is stale).

@@ -294,6 +294,7 @@ final class FailingStoreKeyring: SecretStore {
     init(wrapping inner: InMemorySecretStore) { self.inner = inner }
     func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool { try inner.containsItem(service: service, account: account) }
     func isLocked() throws(AuthError) -> Bool { try inner.isLocked() }
+    func unlock() throws(AuthError) { try inner.unlock() }
     func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? { try inner.secret(service: service, account: account) }
     func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
         throw .unavailable("store refused")

@@ -64,6 +64,8 @@ public struct Argon2idHasher: PasswordHasher {
             return .mismatch
         case .failed(let message):
             return .unusable(reason: "libargon2 cannot verify it (\(message))")
+        case .systemFailure(let message):
+            return .failed(.unavailable("password verification could not run: \(message); free some memory and try again"))
         case .match:
             guard stored.isWeaker(than: parameters) else { return .match(upgradedHash: nil) }
             // An upgrade that fails to compute is not worth failing the sign-in for.

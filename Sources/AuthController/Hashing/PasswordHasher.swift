@@ -18,4 +18,6 @@ public enum PasswordVerification: Equatable, Sendable {
     /// `encoded` is not a hash this hasher can verify (written by another tool, out of sane
     /// bounds, or empty); it was never fed to the hashing function.
     case unusable(reason: String)
+    /// Verifying could not run (out of memory, no threads): says nothing about the hash.
+    case failed(AuthError)
 }

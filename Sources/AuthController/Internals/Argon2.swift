@@ -17,7 +17,7 @@ enum Argon2 {
         return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    enum Verification { case match, mismatch, failed(String) }
+    enum Verification { case match, mismatch, failed(String), systemFailure(String) }
 
     /// Constant-time comparison of the recomputed tag. The corresponding C function is `argon2id_verify`.
     static func idVerify(encoded: String, password: UnsafeRawBufferPointer) -> Verification {
@@ -25,6 +25,7 @@ enum Argon2 {
         switch status {
         case ARGON2_OK.rawValue: return .match
         case ARGON2_VERIFY_MISMATCH.rawValue: return .mismatch
+        case ARGON2_MEMORY_ALLOCATION_ERROR.rawValue, ARGON2_THREAD_FAIL.rawValue: return .systemFailure(errorMessage(status))
         default: return .failed(errorMessage(status))
         }
     }

@@ -25,6 +25,10 @@ enum GDBus {
         case uint64(UInt64)
     }
 
+    /// The D-Bus timeout of every call (`G_MAXINT`: none). Each call's `Deadline` cancels it
+    /// instead, so there is one clock and one message when time runs out.
+    static let noTimeout = Int32.max
+
     /// The session bus (GIO's shared connection, which libsecret uses too).
     /// The corresponding C function is `g_bus_get_sync`.
     static func busGet(_ deadline: Deadline) throws(GLibError) -> Connection {
@@ -83,7 +87,7 @@ enum GDBus {
         let reply = try withGError {
             g_dbus_connection_call_sync(connection.pointer, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                         "org.freedesktop.DBus", "GetId", nil, nil, G_DBUS_CALL_FLAGS_NONE,
-                                        Int32(deadline.seconds * 1000), deadline.cancellable, $0)
+                                        GDBus.noTimeout, deadline.cancellable, $0)
         }
         if let reply { g_variant_unref(reply) }
     }
@@ -112,7 +116,7 @@ extension GDBus {
         let reply = try withGError {
             g_dbus_connection_call_sync(connection.pointer, destination, path, interface, method, parameters, nil,
                                         autoStart ? G_DBUS_CALL_FLAGS_NONE : G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                                        Int32(deadline.seconds * 1000),
+                                        GDBus.noTimeout,
                                         deadline.cancellable, $0)
         }
         guard let reply else { return nil }

@@ -99,7 +99,7 @@ enum SecretServiceCalls {
             let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
             let slot = Unmanaged.passRetained(Slot(batch, index)).toOpaque()
             g_dbus_connection_call(connection.pointer, busName, path, "org.freedesktop.DBus.Properties", "Get", parameters,
-                                   variantType("(v)"), G_DBUS_CALL_FLAGS_NONE, Int32(deadline.seconds * 1000),
+                                   variantType("(v)"), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout,
                                    deadline.cancellable, { source, result, userData in
                 let slot = Unmanaged<Slot>.fromOpaque(userData!).takeRetainedValue()
                 var error: UnsafeMutablePointer<GError>?
@@ -164,7 +164,7 @@ enum SecretServiceCalls {
                              parameters: OpaquePointer?, replyType: StaticString, _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
         let reply = try withGError {
             g_dbus_connection_call_sync(connection.pointer, busName, path, interface, method, parameters,
-                                        variantType(replyType), G_DBUS_CALL_FLAGS_NONE, Int32(deadline.seconds * 1000),
+                                        variantType(replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout,
                                         deadline.cancellable, $0)
         }
         return reply!

@@ -154,6 +154,10 @@ public struct SecretServiceStore: SecretStore {
         return collection
     }
 
+    public func unlock() throws(AuthError) {
+        try unlockIfLocked()
+    }
+
     /// Unlocks the default collection if it is locked (showing the prompt if allowed); costs
     /// one round trip when it is not.
     private func unlockIfLocked() throws(AuthError) {
@@ -188,7 +192,7 @@ public struct SecretServiceStore: SecretStore {
     /// The one mapping from a GLib error of the Secret Service to an ``AuthError``.
     static func authError(_ error: GLibError, deadline: Deadline, while what: String) -> AuthError {
         let detail = error.debugDescription
-        if error.isCancelled {
+        if error.isCancelled || (error.domain == .io && error.code == Int32(G_IO_ERROR_TIMED_OUT.rawValue)) {
             return .temporaryFailure("could not \(what): the Secret Service did not answer within \(formatSeconds(deadline.seconds)) s; nothing was changed — try again, or raise --keyring-timeout",
                                      detail: detail)
         }
@@ -212,7 +216,7 @@ public struct SecretServiceStore: SecretStore {
                                 detail: detail)
         }
         if (error.domain == .dbus && [G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_TIMED_OUT, G_DBUS_ERROR_TIMEOUT].map({ Int32($0.rawValue) }).contains(error.code))
-            || (error.domain == .io && [G_IO_ERROR_CLOSED, G_IO_ERROR_TIMED_OUT, G_IO_ERROR_BROKEN_PIPE, G_IO_ERROR_CONNECTION_CLOSED].map({ Int32($0.rawValue) }).contains(error.code)) {
+            || (error.domain == .io && [G_IO_ERROR_CLOSED, G_IO_ERROR_BROKEN_PIPE, G_IO_ERROR_CONNECTION_CLOSED].map({ Int32($0.rawValue) }).contains(error.code)) {
             return .temporaryFailure("could not \(what): the Secret Service went away mid-call; nothing was changed — try again",
                                      detail: detail)
         }

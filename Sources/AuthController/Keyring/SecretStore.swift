@@ -9,6 +9,10 @@ public protocol SecretStore: Sendable {
     /// Whether the default collection is locked. Never prompts.
     func isLocked() throws(AuthError) -> Bool
 
+    /// Unlocks the default collection if it is locked: may prompt (if the store allows
+    /// prompts), or throws "locked". Lets a caller prompt before it takes the settings lock.
+    func unlock() throws(AuthError)
+
     /// The stored secret for `account`, or `nil`. May unlock the collection (and so prompt,
     /// if the store allows prompts).
     func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String?
@@ -58,6 +62,10 @@ public final class InMemorySecretStore: SecretStore {
 
     public func isLocked() throws(AuthError) -> Bool {
         try access(needsUnlock: false) { $0.locked }
+    }
+
+    public func unlock() throws(AuthError) {
+        try access(needsUnlock: true) { _ in }
     }
 
     public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
