@@ -77,10 +77,7 @@ struct FaultTests {
     @Test("no session bus: 69 within 5 s, saying so")
     func noSessionBus() throws {
         var scenario = try Scenario()
-        let empty = scenario.sandbox.directory + "/no-bus-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
-        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(empty)/bus"
-        scenario.extraEnvironment["XDG_RUNTIME_DIR"] = empty
+        scenario.cutOffFromTheBus()
         for arguments in [["status"], ["sign-in", "a", "--password-stdin"]] {
             let run = try scenario.authctl(arguments, input: Array("pw".utf8))
             #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no session bus"), "\(run)")

@@ -105,8 +105,7 @@ struct WatchTests {
     @Test("no bus: 69 within 5 s")
     func noBus() throws {
         var scenario = try Scenario()
-        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
-        scenario.extraEnvironment["XDG_RUNTIME_DIR"] = "/nonexistent"
+        scenario.cutOffFromTheBus()
         let run = try scenario.authctl("watch")
         #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no session bus"), "\(run)")
     }
@@ -267,8 +266,7 @@ struct DoctorTests {
     @Test("no session bus: 69 at once")
     func noBus() throws {
         var scenario = try Scenario()
-        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
-        scenario.extraEnvironment["XDG_RUNTIME_DIR"] = "/nonexistent"
+        scenario.cutOffFromTheBus()
         let run = try scenario.authctl("doctor")
         #expect(run.status == 69 && run.seconds < 5 && run.stdout.hasPrefix("fail session-bus"), "\(run)")
     }

@@ -10,6 +10,13 @@ func variantType(_ text: StaticString) -> OpaquePointer {
     authctl_variant_type(UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self))
 }
 
+/// A floating tuple of `children` (themselves floating, sunk by the tuple).
+/// The corresponding C function is `g_variant_new_tuple`.
+func variantTuple(_ children: [OpaquePointer?]) -> OpaquePointer {
+    var children = children
+    return children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+}
+
 /// Thin adapters over GIO's D-Bus API. Named after the C function without its `g_` prefix.
 enum GDBus {
     /// An owned `GDBusConnection`.
@@ -64,10 +71,8 @@ enum GDBus {
             }
             g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(boxed)))
         }
-        var children: [OpaquePointer?] = strings.map { g_variant_new_string($0) }
-        children.append(g_variant_builder_end(builder))
         // The tuple is floating: emit_signal sinks and releases it.
-        let tuple = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let tuple = variantTuple(strings.map { g_variant_new_string($0) } + [g_variant_builder_end(builder)])
         _ = try withGError {
             g_dbus_connection_emit_signal(connection.pointer, nil, path, interface, member, tuple, $0)
         }
@@ -111,8 +116,7 @@ extension GDBus {
     static func connectionCall(_ connection: Connection, destination: String, path: String, interface: String,
                                method: String, strings: [String], autoStart: Bool = false,
                                _ deadline: Deadline) throws(GLibError) -> String? {
-        var children: [OpaquePointer?] = strings.map { g_variant_new_string($0) }
-        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let parameters = variantTuple(strings.map { g_variant_new_string($0) })
         let reply = try withGError {
             g_dbus_connection_call_sync(connection.pointer, destination, path, interface, method, parameters, nil,
                                         autoStart ? G_DBUS_CALL_FLAGS_NONE : G_DBUS_CALL_FLAGS_NO_AUTO_START,

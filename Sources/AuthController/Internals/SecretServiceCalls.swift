@@ -19,8 +19,7 @@ enum SecretServiceCalls {
         for (key, value) in attributes {
             g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_string(value)))
         }
-        var children: [OpaquePointer?] = [g_variant_builder_end(builder)]
-        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let parameters = variantTuple([g_variant_builder_end(builder)])
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "SearchItems",
                              parameters: parameters, replyType: "(aoao)", deadline)
         defer { g_variant_unref(reply) }
@@ -38,8 +37,7 @@ enum SecretServiceCalls {
     /// secret is a hash, so the Diffie-Hellman exchange libsecret negotiates buys nothing here.
     /// `OpenSession`, `Item.GetSecret`, then `Session.Close` without waiting for its reply.
     static func secret(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> [UInt8] {
-        var openArguments: [OpaquePointer?] = [g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))]
-        let openParameters = openArguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
         let opened = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "OpenSession",
                               parameters: openParameters, replyType: "(vo)", deadline)
         let sessionValue = g_variant_get_child_value(opened, 1)!
@@ -50,8 +48,7 @@ enum SecretServiceCalls {
             g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
                                    G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
         }
-        var getArguments: [OpaquePointer?] = [g_variant_new_object_path(session)]
-        let getParameters = getArguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let getParameters = variantTuple([g_variant_new_object_path(session)])
         let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
                              parameters: getParameters, replyType: "((oayays))", deadline)
         defer { g_variant_unref(reply) }
@@ -95,8 +92,7 @@ enum SecretServiceCalls {
         let batch = Batch(count: paths.count)
         func send(_ index: Int) {
             let path = paths[index]
-            var children: [OpaquePointer?] = [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")]
-            let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+            let parameters = variantTuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")])
             let slot = Unmanaged.passRetained(Slot(batch, index)).toOpaque()
             g_dbus_connection_call(connection.pointer, busName, path, "org.freedesktop.DBus.Properties", "Get", parameters,
                                    variantType("(v)"), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout,
@@ -149,8 +145,7 @@ enum SecretServiceCalls {
 
     private static func property(_ connection: GDBus.Connection, path: String, interface: String, name: String,
                                  _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
-        var children: [OpaquePointer?] = [g_variant_new_string(interface), g_variant_new_string(name)]
-        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let parameters = variantTuple([g_variant_new_string(interface), g_variant_new_string(name)])
         let reply = try call(connection, path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
                              parameters: parameters, replyType: "(v)", deadline)
         defer { g_variant_unref(reply) }

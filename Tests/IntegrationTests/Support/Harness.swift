@@ -73,6 +73,12 @@ struct Scenario {
         try authctl(arguments, input: stdin.map { Array($0.utf8) })
     }
 
+    /// Points the bus address, and GLib's `$XDG_RUNTIME_DIR/bus` fallback, at nothing.
+    mutating func cutOffFromTheBus() {
+        extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
+        extraEnvironment["XDG_RUNTIME_DIR"] = "/nonexistent"
+    }
+
     /// Starts `authctl` without waiting for it.
     func start(_ arguments: [String], input: [UInt8]? = nil) throws -> Spawned {
         try Spawned(Self.binary, arguments, input: input, environment: environment)
