@@ -165,14 +165,12 @@ public final class AuthController: Sendable {
     /// event, reason `forget`). Idempotent.
     @discardableResult
     public func forget(_ account: AccountID) throws(AuthError) -> ChangeOutcome {
-        if let corruption = try settings.read(service: service).corruption { throw .settingsUnsafe(corruption) }
+        try checkSettings()
         // As in signOut(keepingCredentials:): any unlock prompt comes before the settings lock.
         if try keyring.containsItem(service: service, account: account) { try keyring.unlock() }
         var warnings: [String] = []
         let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
-            let read = try settings.read(service: service)
-            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
-            var record = read.record
+            var record = try intactRecord()
             guard record.user == account else {
                 if try !keyring.deleteItem(service: service, account: account) {
                     warnings.append("\(account) has no stored password hash for \(service)")
@@ -224,14 +222,13 @@ public final class AuthController: Sendable {
 
     /// The login status. Never prompts, and works while the keyring is locked.
     public func status() throws(AuthError) -> LoginStatus {
-        let read = try settings.read(service: service)
-        if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+        let record = try intactRecord()
         let locked = try keyring.isLocked()
-        guard let user = try signedInAccount(in: read.record) else {
-            return LoginStatus(service: service, sequence: read.record.sequence, keyringLocked: locked)
+        guard let user = try signedInAccount(in: record) else {
+            return LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
         }
-        return LoginStatus(service: service, user: user, name: read.record.name, signedInAt: read.record.signedInAt,
-                           sequence: read.record.sequence, keyringLocked: locked)
+        return LoginStatus(service: service, user: user, name: record.name, signedInAt: record.signedInAt,
+                           sequence: record.sequence, keyringLocked: locked)
     }
 
     /// The current state as an event with reason `initial` (user `nil` when nobody is signed
@@ -245,7 +242,15 @@ public final class AuthController: Sendable {
     /// Throws when the settings file is unsafe, unreadable or corrupt (78, 74): settings
     /// problems are reported before keyring ones.
     public func checkSettings() throws(AuthError) {
-        if let corruption = try settings.read(service: service).corruption { throw .settingsUnsafe(corruption) }
+        _ = try intactRecord()
+    }
+
+    /// The service's record; a corrupt file is an error here (only sign-in and sign-out
+    /// replace one).
+    private func intactRecord() throws(AuthError) -> SessionRecord {
+        let read = try settings.read(service: service)
+        if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+        return read.record
     }
 
     /// Whether `account` has a stored hash. Never prompts. An unsafe settings file is reported
@@ -258,9 +263,8 @@ public final class AuthController: Sendable {
     /// The accounts with a stored hash, sorted by bytes, marking the signed-in one. Never
     /// prompts; a locked keyring is ``AuthError/unavailable(_:detail:)``.
     public func accounts() throws(AuthError) -> [Account] {
-        let read = try settings.read(service: service)
-        if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
-        return try keyring.accounts(service: service).sorted().map { Account(id: $0, isCurrent: $0 == read.record.user) }
+        let current = try intactRecord().user
+        return try keyring.accounts(service: service).sorted().map { Account(id: $0, isCurrent: $0 == current) }
     }
 
     /// A stream of this controller's events, from now on.
