@@ -33,15 +33,8 @@ public struct SecretServiceStore: SecretStore {
 
     public func isLocked() throws(AuthError) -> Bool {
         let bus = try sessionBus()
-        do throws(GLibError) {
-            return try SecretServiceCalls.collectionIsLocked(bus, path: SecretServiceCalls.defaultCollectionPath,
-                                                             Deadline(seconds: callTimeout))
-        } catch where error.remoteName == "org.freedesktop.Secret.Error.NoSuchObject"
-            || error.remoteName == "org.freedesktop.DBus.Error.UnknownObject"
-            || error.remoteName == "org.freedesktop.DBus.Error.UnknownMethod" {
-            throw Self.noDefaultCollection
-        } catch {
-            throw Self.authError(error, deadline: Deadline(seconds: callTimeout), while: "read the keyring's lock state")
+        return try call("read the keyring's lock state", missingObject: Self.noDefaultCollection) { (deadline) throws(GLibError) in
+            try SecretServiceCalls.collectionIsLocked(bus, path: SecretServiceCalls.defaultCollectionPath, deadline)
         }
     }
 
@@ -84,12 +77,12 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
-        // Without a default collection this is 69, not a silent "nothing to delete".
-        _ = try isLocked()
+        // Asked first: without a default collection this is 69, not a silent "nothing to delete".
+        let locked = try isLocked()
         let secretService = try connect()
         let items = try search(secretService, service, account, flags: SECRET_SEARCH_ALL)
         guard !items.isEmpty else { return false }
-        try unlockDefaultCollection(secretService)
+        if locked { try unlockDefaultCollection(secretService) }
         for item in items {
             try call("delete the password hash") { (deadline) throws(GLibError) in try Libsecret.itemDelete(item, deadline) }
         }
@@ -179,15 +172,22 @@ public struct SecretServiceStore: SecretStore {
     }
 
     /// Runs one libsecret call under its own deadline and maps its error.
-    private func call<T>(_ what: String, timeout: Double? = nil,
+    /// - Parameter missingObject: what a "no such object" answer means for this call.
+    private func call<T>(_ what: String, timeout: Double? = nil, missingObject: AuthError? = nil,
                          _ body: (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
         let deadline = Deadline(seconds: timeout ?? callTimeout)
         do {
             return try body(deadline)
         } catch {
+            if let missingObject, let name = error.remoteName, Self.missingObjectErrors.contains(name) { throw missingObject }
             throw Self.authError(error, deadline: deadline, while: what)
         }
     }
+
+    private static let missingObjectErrors: Set<String> = [
+        "org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
+        "org.freedesktop.DBus.Error.UnknownMethod",
+    ]
 
     /// The one mapping from a GLib error of the Secret Service to an ``AuthError``.
     static func authError(_ error: GLibError, deadline: Deadline, while what: String) -> AuthError {
