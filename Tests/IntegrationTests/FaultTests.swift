@@ -6,12 +6,6 @@ import Testing
 /// and corrupt or unsafe settings. Each has a test that could fail.
 @Suite("Faults")
 struct FaultTests {
-    /// Locks the default collection through the Secret Service API (no prompt needed).
-    func lock(_ scenario: Scenario) throws {
-        let run = try scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                                     "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
-        #expect(run.status == 0, "\(run)")
-    }
 
     @Test("a locked keyring: status and whoami still work; changes fail fast with 69 \"locked\"; a dismissed prompt is 77")
     func lockedKeyring() throws {
@@ -20,7 +14,7 @@ struct FaultTests {
         var scenario = try Scenario(sandbox: sandbox)
         try scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
         let before = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
-        try lock(scenario)
+        try scenario.lockKeyring()
 
         var run = try scenario.authctl("status", "--json")
         #expect(run.status == 0 && run.stdout.contains(#""signedIn":true"#) && run.stdout.contains(#""keyringLocked":true"#), "\(run)")

@@ -228,8 +228,7 @@ struct DoctorTests {
         let sandbox = try DesktopSandbox()
         defer { sandbox.stop() }
         var scenario = try Scenario(sandbox: sandbox)
-        _ = try scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                               "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
+        try scenario.lockKeyring()
         scenario.extraEnvironment["DISPLAY"] = ":99"
         let run = try scenario.authctl("doctor", "--json")
         #expect(run.status == 69 && run.seconds < 5, "\(run)")

@@ -73,6 +73,13 @@ struct Scenario {
         try authctl(arguments, input: stdin.map { Array($0.utf8) })
     }
 
+    /// Locks the sandbox's default collection through the Secret Service API (no prompt needed).
+    func lockKeyring() throws {
+        let run = try gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                            "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
+        #expect(run.status == 0, "\(run)")
+    }
+
     /// Points the bus address, and GLib's `$XDG_RUNTIME_DIR/bus` fallback, at nothing.
     mutating func cutOffFromTheBus() {
         extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
