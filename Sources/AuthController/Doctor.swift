@@ -18,28 +18,41 @@ public struct Doctor: Sendable {
 
     public let service: ServiceName
     public let settingsDirectory: String
-    /// Seconds each Secret Service call may take.
+    /// Seconds the whole diagnosis may take.
     public let timeout: Double
+    /// The bus to diagnose; `nil` for the session bus.
+    public let busAddress: String?
 
-    public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5) {
+    public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5, busAddress: String? = nil) {
         self.service = service
         self.settingsDirectory = settingsDirectory
         self.timeout = timeout
+        self.busAddress = busAddress
     }
 
-    /// Runs every check, in order; later keyring checks report "not checked" when an earlier
-    /// one they depend on failed.
+    /// Runs every check and returns them in order; later keyring checks report "not checked"
+    /// when an earlier one they depend on failed. The local checks run first, so that the
+    /// D-Bus checks share what is left of ``timeout``: the whole diagnosis ends within it even
+    /// when the bus never answers.
     public func run() -> [Check] {
+        let started = Posix.monotonicSeconds()
+        let settings = settingsCheck()
+        let hashing = hashingCheck()
+        // What the D-Bus checks may take together, keeping a margin for printing and exiting.
+        let budget = max(0.1, timeout - (Posix.monotonicSeconds() - started) - 0.2)
+        let bus = SessionBus.shared(address: busAddress)
+        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: budget, callTimeout: budget, busAddress: busAddress)
         var checks: [Check] = []
-        let bus = busCheck()
-        checks.append(bus.check)
-        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: timeout, callTimeout: timeout)
+        let giveUp = Posix.monotonicSeconds() + budget
+        func remaining() -> Double { max(0.05, giveUp - Posix.monotonicSeconds()) }
         var keyringUsable = false
-        if let connection = bus.connection {
-            let service = serviceCheck(connection)
+        let busCheck = self.busCheck(bus, remaining())
+        checks.append(busCheck)
+        if busCheck.ok {
+            let service = serviceCheck(bus, remaining())
             checks.append(service)
             if service.ok {
-                let collection = collectionCheck(connection)
+                let collection = collectionCheck(bus, remaining())
                 checks.append(collection)
                 if collection.ok {
                     let locked = lockedCheck(keyring)
@@ -52,51 +65,48 @@ public struct Doctor: Sendable {
             checks.append(notChecked(name, because: checks.first { !$0.ok }))
         }
         checks.append(keyringUsable ? probeCheck(keyring) : notChecked("store-probe", because: checks.first { !$0.ok }))
-        checks.append(settingsCheck())
-        checks.append(hashingCheck())
+        checks.append(settings)
+        checks.append(hashing)
         return checks
     }
 
     // MARK: - Checks
 
-    private func busCheck() -> (check: Check, connection: GDBus.Connection?) {
-        do throws(GLibError) {
-            let connection = try GDBus.busGet(Deadline(seconds: timeout))
-            return (pass("session-bus", "the session bus answers"), connection)
+    private func busCheck(_ bus: SessionBus, _ seconds: Double) -> Check {
+        do throws(AuthError) {
+            _ = try bus.connection(timeout: seconds)
+            return pass("session-bus", "the session bus answers")
         } catch {
-            return (fail("session-bus", "no session bus: \(error.message)",
-                         fix: "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`",
-                         .unavailable("no session bus")), nil)
+            return fail("session-bus", error.message, fix: "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`", error)
         }
     }
 
-    private func serviceCheck(_ connection: GDBus.Connection) -> Check {
-        do throws(GLibError) {
-            _ = try GDBus.connectionCall(connection, destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets",
-                                         interface: "org.freedesktop.DBus.Peer", method: "Ping", strings: [],
-                                         autoStart: true, Deadline(seconds: timeout))
+    private func serviceCheck(_ bus: SessionBus, _ seconds: Double) -> Check {
+        do throws(AuthError) {
+            try bus.call("reach the Secret Service", timeout: seconds) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.ping(connection, deadline)
+            }
             return pass("secret-service", "a Secret Service provider answers on the session bus")
         } catch {
-            return fail("secret-service", "no Secret Service answers: \(error.message)",
+            return fail("secret-service", error.message,
                         fix: "install and start a provider: `apt-get install gnome-keyring`, then log in again or run `gnome-keyring-daemon --start --components=secrets`",
-                        error.isCancelled ? .temporaryFailure("no answer") : .unavailable("no Secret Service"))
+                        error)
         }
     }
 
-    private func collectionCheck(_ connection: GDBus.Connection) -> Check {
+    private func collectionCheck(_ bus: SessionBus, _ seconds: Double) -> Check {
         let fix = "create a default keyring, e.g. a \"Login\" keyring in Seahorse (Passwords and Keys)"
-        do throws(GLibError) {
-            let path = try GDBus.connectionCall(connection, destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets",
-                                                interface: "org.freedesktop.Secret.Service", method: "ReadAlias",
-                                                strings: ["default"], Deadline(seconds: timeout))
-            guard let path, path != "/" else {
+        do throws(AuthError) {
+            let path = try bus.call("read the alias `default`", timeout: seconds) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.readAlias(connection, "default", deadline)
+            }
+            guard let path else {
                 return fail("default-collection", "the alias `default` does not resolve to a collection", fix: fix,
                             .unavailable("no default collection"))
             }
             return pass("default-collection", "the alias `default` is \(path)")
         } catch {
-            return fail("default-collection", "cannot read the alias `default`: \(error.message)", fix: fix,
-                        .unavailable("no default collection"))
+            return fail("default-collection", error.message, fix: fix, error)
         }
     }
 

@@ -10,28 +10,32 @@ public struct DBusBroadcaster: EventBroadcaster {
     /// How long sending and flushing may take before the command gives up on listeners.
     public let flushTimeout: Double
     /// The bus to use; `nil` for the session bus.
-    public let busAddress: String?
+    public var busAddress: String? { bus.address }
+    private let bus: SessionBus
 
     public init(busAddress: String? = nil, flushTimeout: Double = 2) {
-        self.busAddress = busAddress
+        bus = SessionBus.shared(address: busAddress)
         self.flushTimeout = flushTimeout
     }
 
+    /// Emits each event, flushes, and makes a round trip to the bus daemon (`GetId`), which
+    /// handles a connection's messages in order: when it answers, the signals have been routed
+    /// to every listener's queue, so events of processes that change one after another reach
+    /// listeners in that order. The corresponding C function is `g_dbus_connection_emit_signal`.
     public func broadcast(_ events: [LoginEvent]) throws(AuthError) {
         guard !events.isEmpty else { return }
-        do throws(GLibError) {
-            let deadline = Deadline(seconds: flushTimeout)
-            let connection = try GDBus.connect(address: busAddress, deadline)
-            for event in events {
-                try GDBus.connectionEmitSignal(connection, path: Self.objectPath, interface: Self.interface,
-                                               member: Self.signalName, strings: Self.strings(of: event),
-                                               details: Self.details(of: event))
+        do throws(AuthError) {
+            try bus.call("send the signal", on: .bus, timeout: flushTimeout) { connection, deadline throws(GLibError) in
+                for event in events {
+                    try GDBus.connectionEmitSignal(connection, path: Self.objectPath, interface: Self.interface,
+                                                   member: Self.signalName, strings: Self.strings(of: event),
+                                                   details: Self.details(of: event))
+                }
+                try GDBus.connectionFlush(connection, deadline)
+                try GDBus.connectionPingBus(connection, deadline)
             }
-            try GDBus.connectionFlush(connection, deadline)
-            try GDBus.connectionPingBus(connection, deadline)
         } catch {
-            throw .unavailable("listeners were not notified: the session bus did not take the signal (\(error.message))",
-                               detail: error.debugDescription)
+            throw .unavailable("listeners were not notified: \(error.message)", detail: error.detail)
         }
     }
 

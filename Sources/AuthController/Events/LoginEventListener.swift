@@ -3,30 +3,39 @@ import Synchronization
 /// Listens for `LoginStatusChanged` signals of one service on the session bus (or the bus at
 /// a given address). Only signals with the exact signature `(sssa{sv})` and a known status and
 /// reason become events. Signals are hints, not proof: any peer on the bus can send one.
+///
+/// When the bus goes away, ``events`` finishes and ``failure`` says so: a listener is never
+/// left deaf.
 public final class LoginEventListener: Sendable {
-    /// The events, in the order the bus delivered them.
+    /// The events, in the order the bus delivered them. Finishes on ``stop()`` or when the
+    /// bus goes away (then ``failure`` is set).
     public let events: AsyncStream<LoginEvent>
     private let continuation: AsyncStream<LoginEvent>.Continuation
     private let loop: MainLoopThread
     private let connection: GDBus.Connection
     private let subscription: UInt32
-    private let stopped = Mutex(false)
+    private let state = State()
+
+    private final class State: Sendable {
+        let value = Mutex<(stopped: Bool, failure: AuthError?)>((false, nil))
+        func withLock<T: Sendable>(_ body: (inout sending (stopped: Bool, failure: AuthError?)) -> sending T) -> T { value.withLock(body) }
+    }
+
+    /// Why ``events`` finished, when it was not ``stop()``: the bus went away.
+    public var failure: AuthError? { state.withLock { $0.failure } }
 
     /// Subscribes (match rule on interface, member, path and `arg0` = service) and returns once
     /// the bus has the match rule, so no later signal is missed.
     /// - Parameter busAddress: a bus address, or `nil` for the session bus.
     public init(service: ServiceName, busAddress: String? = nil, timeout: Double = 5) throws(AuthError) {
         (events, continuation) = AsyncStream<LoginEvent>.makeStream()
-        let deadline = Deadline(seconds: timeout)
-        do throws(GLibError) {
-            connection = try GDBus.connect(address: busAddress, deadline)
-        } catch {
-            throw .unavailable("no session bus (\(error.message)); run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`",
-                               detail: error.debugDescription)
-        }
+        let bus = SessionBus.shared(address: busAddress)
         let loop = MainLoopThread()
         self.loop = loop
-        let connection = self.connection
+        // A connection of its own, made on the loop's context: its signals and its `closed`
+        // notification are delivered on the loop's thread.
+        let connection = try loop.withContext { () throws(AuthError) in try bus.privateConnection(timeout: timeout) }
+        self.connection = connection
         let continuation = self.continuation
         let handler = GDBus.SignalHandler { signal in
             if let event = LoginEventListener.event(from: signal, service: service) { continuation.yield(event) }
@@ -35,21 +44,32 @@ public final class LoginEventListener: Sendable {
             GDBus.connectionSignalSubscribe(connection, interface: DBusBroadcaster.interface, member: DBusBroadcaster.signalName,
                                             path: DBusBroadcaster.objectPath, arg0: service.rawValue, handler: handler)
         }
+        let state = self.state
+        GDBus.connectionOnClosed(connection, GDBus.ClosedHandler {
+            state.withLock { state in
+                if !state.stopped {
+                    state.failure = .unavailable("the session bus went away; no more events can arrive (restart the listener when the bus is back)")
+                }
+            }
+            continuation.finish()
+        })
         loop.start()
-        do {
+        let deadline = Deadline(seconds: timeout)
+        do throws(GLibError) {
             // AddMatch went out before this call; its reply means the rule is in place.
             try GDBus.connectionPingBus(connection, deadline)
         } catch {
             stop()
-            throw .unavailable("could not subscribe on the session bus: \(error.message)", detail: error.debugDescription)
+            throw SessionBus.authError(error, from: .bus, while: "subscribe on the session bus", deadline: deadline)
         }
     }
 
     /// Unsubscribes and finishes ``events``.
     public func stop() {
-        guard !stopped.withLock({ (stopped: inout Bool) -> Bool in defer { stopped = true }; return stopped }) else { return }
+        guard !state.withLock({ (state) -> Bool in defer { state.stopped = true }; return state.stopped }) else { return }
         // Any thread may unsubscribe; the handler is released on the loop's context.
         GDBus.connectionSignalUnsubscribe(connection, subscription)
+        GDBus.connectionClose(connection)
         loop.stop()
         continuation.finish()
     }

@@ -21,6 +21,8 @@ func variantTuple(_ children: [OpaquePointer?]) -> OpaquePointer {
 enum GDBus {
     /// An owned `GDBusConnection`.
     final class Connection: @unchecked Sendable {
+        // Sendable: the pointer never changes, and GIO documents `GDBusConnection` as
+        // thread-safe (its calls may be made from any thread; its worker thread does the I/O).
         let pointer: OpaquePointer
         init(taking pointer: OpaquePointer) { self.pointer = pointer }
         deinit { authctl_object_unref(UnsafeMutableRawPointer(pointer)) }
@@ -36,25 +38,15 @@ enum GDBus {
     /// instead, so there is one clock and one message when time runs out.
     static let noTimeout = Int32.max
 
-    /// The session bus (GIO's shared connection, which libsecret uses too).
-    /// The corresponding C function is `g_bus_get_sync`.
-    static func busGet(_ deadline: Deadline) throws(GLibError) -> Connection {
-        if let connection = sessionBus.withLock({ $0 }), g_dbus_connection_is_closed(connection.pointer) == 0 {
-            return connection
-        }
-        let connection = Connection(taking: try withGError { g_bus_get_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }!)
-        // GIO keeps only a weak reference to its shared connection: without this one, every
-        // call would connect, authenticate and say Hello anew.
-        sessionBus.withLock { $0 = connection }
-        return connection
+    /// The address of the session bus: `DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`
+    /// (GIO applies the rules). The corresponding C function is `g_dbus_address_get_for_bus_sync`.
+    static func sessionBusAddress(_ deadline: Deadline) throws(GLibError) -> String {
+        takeString(try withGError { g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }) ?? ""
     }
 
-    private static let sessionBus = Mutex<Connection?>(nil)
-
-    /// The bus at `address`, or the session bus when `address` is `nil`.
-    static func connect(address: String?, _ deadline: Deadline) throws(GLibError) -> Connection {
-        if let address { return try connectionNewForAddress(address, deadline) }
-        return try busGet(deadline)
+    /// The corresponding C function is `g_dbus_connection_is_closed`.
+    static func connectionIsClosed(_ connection: Connection) -> Bool {
+        g_dbus_connection_is_closed(connection.pointer) != 0
     }
 
     /// Builds `(s…sa{sv})` and emits it as a broadcast signal (no destination).
@@ -101,13 +93,45 @@ enum GDBus {
 extension GDBus {
     /// A private connection to the bus at `address` (not GIO's shared one).
     /// The corresponding C function is `g_dbus_connection_new_for_address_sync`.
+    /// The connection is made on the calling thread's default main context: signal handlers
+    /// and the ``connectionOnClosed(_:_:)`` callback run there.
     static func connectionNewForAddress(_ address: String, _ deadline: Deadline) throws(GLibError) -> Connection {
         let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
                                          | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
         let connection = try withGError {
             g_dbus_connection_new_for_address_sync(address, flags, nil, deadline.cancellable, $0)
         }
+        // GIO's default for bus connections is to raise SIGTERM in this process when the bus
+        // goes away; authctl reports it as an error instead.
+        g_dbus_connection_set_exit_on_close(connection, 0)
         return Connection(taking: connection!)
+    }
+
+    /// Receives the `closed` signal of a connection: the bus went away.
+    final class ClosedHandler: Sendable {
+        let receive: @Sendable () -> Void
+        init(_ receive: @escaping @Sendable () -> Void) { self.receive = receive }
+    }
+
+    /// Calls `handler` when the connection closes. It runs on the main context that was the
+    /// thread default when the connection was made.
+    /// The corresponding C function is `g_signal_connect_data` on the `closed` signal.
+    static func connectionOnClosed(_ connection: Connection, _ handler: ClosedHandler) {
+        let userData = Unmanaged.passRetained(handler).toOpaque()
+        let callback: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, UnsafeMutableRawPointer?) -> Void = { _, _, _, userData in
+            guard let userData else { return }
+            Unmanaged<ClosedHandler>.fromOpaque(userData).takeUnretainedValue().receive()
+        }
+        g_signal_connect_data(UnsafeMutableRawPointer(connection.pointer), "closed",
+                              unsafeBitCast(callback, to: GCallback.self), userData,
+                              { userData, _ in if let userData { Unmanaged<ClosedHandler>.fromOpaque(userData).release() } },
+                              GConnectFlags(rawValue: 0))
+    }
+
+    /// Closes the connection now (its `closed` handlers run). The corresponding C function is
+    /// `g_dbus_connection_close_sync`.
+    static func connectionClose(_ connection: Connection) {
+        _ = g_dbus_connection_close_sync(connection.pointer, nil, nil)
     }
 
     /// Calls a method whose arguments are strings and whose reply's first value is a string,
@@ -177,9 +201,12 @@ extension GDBus {
 /// A GLib main loop on a thread of its own, for receiving D-Bus signals. Everything
 /// attached to its context runs on that thread.
 final class MainLoopThread: @unchecked Sendable {
+    // Sendable: `context` and `loop` never change and GLib's main context and loop are
+    // thread-safe (`g_main_loop_quit` and `g_main_context_wakeup` may be called from any
+    // thread); `thread` is guarded by `threadLock`.
     let context: OpaquePointer
     private let loop: OpaquePointer
-    private var thread: pthread_t?
+    private let threadLock = Mutex<pthread_t?>(nil)
 
     init() {
         context = g_main_context_new()
@@ -188,7 +215,7 @@ final class MainLoopThread: @unchecked Sendable {
 
     /// Runs `body` with the loop's context as the thread-default one, so that what it sets
     /// up (signal subscriptions) is dispatched on the loop's thread.
-    func withContext<T>(_ body: () throws -> T) rethrows -> T {
+    func withContext<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
         g_main_context_push_thread_default(context)
         defer { g_main_context_pop_thread_default(context) }
         return try body()
@@ -205,15 +232,17 @@ final class MainLoopThread: @unchecked Sendable {
             g_main_context_pop_thread_default(this.context)
             return nil
         }, unmanaged.toOpaque())
-        thread = handle
+        threadLock.withLock { $0 = handle }
     }
 
     /// Stops the loop and waits for its thread. The corresponding C function is `g_main_loop_quit`.
     func stop() {
         g_main_loop_quit(loop)
         g_main_context_wakeup(context)
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
+        // Stopping from the loop's own thread (a handler that ends the listener) must not join itself.
+        guard let thread = threadLock.withLock({ (thread: inout pthread_t?) -> pthread_t? in defer { thread = nil }; return thread }),
+              pthread_equal(thread, pthread_self()) == 0 else { return }
+        pthread_join(thread, nil)
     }
 
     deinit {
@@ -224,9 +253,9 @@ final class MainLoopThread: @unchecked Sendable {
 
 extension GDBus {
     /// Receives each matching signal's parameters; called on the main loop's thread.
-    final class SignalHandler: @unchecked Sendable {
-        let receive: (ReceivedSignal) -> Void
-        init(_ receive: @escaping (ReceivedSignal) -> Void) { self.receive = receive }
+    final class SignalHandler: Sendable {
+        let receive: @Sendable (ReceivedSignal) -> Void
+        init(_ receive: @escaping @Sendable (ReceivedSignal) -> Void) { self.receive = receive }
     }
 
     /// Subscribes to broadcast signals matching interface, member, path and `arg0`, from any

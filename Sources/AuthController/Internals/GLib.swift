@@ -72,6 +72,8 @@ func takeString(_ pointer: UnsafeMutablePointer<gchar>?) -> String? {
 /// call takes one, because libsecret's sync calls otherwise wait forever for a prompt nobody
 /// sees; cancelling also dismisses such a prompt.
 final class Deadline: @unchecked Sendable {
+    // Sendable: `cancellable` never changes and `GCancellable` is thread-safe; the timer
+    // touches it only under `state`'s lock, before `deinit` releases it.
     let cancellable: UnsafeMutablePointer<GCancellable>
     let seconds: Double
     private final class State: Sendable {
@@ -106,20 +108,4 @@ final class Deadline: @unchecked Sendable {
         timer.cancel()
         g_object_unref(cancellable)
     }
-}
-
-/// An owned reference to a GObject, released when the Swift value goes away.
-final class ObjectRef<Pointee>: @unchecked Sendable {
-    let pointer: UnsafeMutablePointer<Pointee>
-
-    /// Takes ownership of a reference the caller already holds (a "transfer full" return).
-    init(taking pointer: UnsafeMutablePointer<Pointee>) { self.pointer = pointer }
-
-    /// Adds a reference to a "transfer none" pointer.
-    init(retaining pointer: UnsafeMutablePointer<Pointee>) {
-        g_object_ref(pointer)
-        self.pointer = pointer
-    }
-
-    deinit { authctl_object_unref(pointer) }
 }

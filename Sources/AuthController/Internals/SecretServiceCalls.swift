@@ -1,8 +1,13 @@
 internal import CLibsecret
 
-/// Raw Secret Service calls over GDBus, for the reads that need no secret: one round trip
-/// each, with no libsecret proxies (which load every property of every object they touch).
-/// The D-Bus API is the freedesktop.org Secret Service specification.
+/// The Secret Service's D-Bus API (freedesktop.org Secret Service specification), one adapter
+/// per method, each one round trip on the connection it is given.
+///
+/// authctl speaks the D-Bus API itself instead of going through libsecret's proxies: libsecret's
+/// `SecretService` always connects to the bus named by the environment (its constructor forces
+/// `G_BUS_TYPE_SESSION`), loads every property of every object it touches, and negotiates a
+/// Diffie-Hellman session per process; authctl needs one connection whose address is a
+/// parameter, reads that never prompt, and a deadline on every call.
 enum SecretServiceCalls {
     static let busName = "org.freedesktop.secrets"
     static let servicePath = "/org/freedesktop/secrets"
@@ -10,16 +15,13 @@ enum SecretServiceCalls {
     static let defaultCollectionPath = "/org/freedesktop/secrets/aliases/default"
     /// How many calls of a batch may await their reply at once.
     static let maximumInFlight = 64
+    /// The attribute under which libsecret and Seahorse record an item's schema.
+    static let schemaAttribute = "xdg:schema"
 
     /// `Service.SearchItems(a{ss}) → (ao unlocked, ao locked)`. Works while locked.
     static func searchItems(_ connection: GDBus.Connection, attributes: KeyValuePairs<String, String>,
                             _ deadline: Deadline) throws(GLibError) -> (unlocked: [String], locked: [String]) {
-        let builder = g_variant_builder_new(variantType("a{ss}"))
-        defer { g_variant_builder_unref(builder) }
-        for (key, value) in attributes {
-            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_string(value)))
-        }
-        let parameters = variantTuple([g_variant_builder_end(builder)])
+        let parameters = variantTuple([stringDictionary(attributes.map { ($0.key, $0.value) })])
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "SearchItems",
                              parameters: parameters, replyType: "(aoao)", deadline)
         defer { g_variant_unref(reply) }
@@ -33,32 +35,150 @@ enum SecretServiceCalls {
         return g_variant_is_of_type(value, variantType("b")) != 0 && g_variant_get_boolean(value) != 0
     }
 
-    /// The secret of the item at `path`, through a `plain` session: the socket is local and the
-    /// secret is a hash, so the Diffie-Hellman exchange libsecret negotiates buys nothing here.
+    /// `Service.ReadAlias(s) → o`: the collection behind `alias`, `nil` when it resolves to nothing.
+    static func readAlias(_ connection: GDBus.Connection, _ alias: String, _ deadline: Deadline) throws(GLibError) -> String? {
+        let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "ReadAlias",
+                             parameters: variantTuple([g_variant_new_string(alias)]), replyType: "(o)", deadline)
+        defer { g_variant_unref(reply) }
+        let path = strings(inTuple: reply).first ?? "/"
+        return path == "/" ? nil : path
+    }
+
+    /// `org.freedesktop.DBus.Peer.Ping` of the Secret Service, starting it if the bus can.
+    static func ping(_ connection: GDBus.Connection, _ deadline: Deadline) throws(GLibError) {
+        let reply = try withGError {
+            g_dbus_connection_call_sync(connection.pointer, busName, servicePath, "org.freedesktop.DBus.Peer", "Ping", nil, nil,
+                                        G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout, deadline.cancellable, $0)
+        }
+        if let reply { g_variant_unref(reply) }
+    }
+
+    /// The secret of the item at `path`, through a `plain` session.
     /// `OpenSession`, `Item.GetSecret`, then `Session.Close` without waiting for its reply.
     static func secret(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> [UInt8] {
-        let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
-        let opened = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "OpenSession",
-                              parameters: openParameters, replyType: "(vo)", deadline)
-        let sessionValue = g_variant_get_child_value(opened, 1)!
-        let session = String(cString: g_variant_get_string(sessionValue, nil))
-        g_variant_unref(sessionValue)
-        g_variant_unref(opened)
-        defer {
-            g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
-                                   G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
+        try withPlainSession(connection, deadline) { (session) throws(GLibError) in
+            let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
+                                 parameters: variantTuple([g_variant_new_object_path(session)]), replyType: "((oayays))", deadline)
+            defer { g_variant_unref(reply) }
+            let structure = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(structure) }
+            let value = g_variant_get_child_value(structure, 2)!
+            defer { g_variant_unref(value) }
+            var count: gsize = 0
+            guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
         }
-        let getParameters = variantTuple([g_variant_new_object_path(session)])
-        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
-                             parameters: getParameters, replyType: "((oayays))", deadline)
+    }
+
+    /// `Collection.CreateItem(a{sv} properties, (oayays) secret, b replace) → (o item, o prompt)`,
+    /// with the label, the attributes plus `xdg:schema`, and the secret as `text/plain` (or the
+    /// given content type). `replace` makes the service overwrite an item with the same
+    /// attributes in place.
+    static func createItem(_ connection: GDBus.Connection, collection: String, schema: String, label: String,
+                           attributes: KeyValuePairs<String, String>, secret: [UInt8], contentType: String,
+                           _ deadline: Deadline) throws(GLibError) {
+        var withSchema = attributes.map { ($0.key, $0.value) }
+        withSchema.append((schemaAttribute, schema))
+        try withPlainSession(connection, deadline) { (session) throws(GLibError) in
+            let properties = g_variant_builder_new(variantType("a{sv}"))
+            defer { g_variant_builder_unref(properties) }
+            g_variant_builder_add_value(properties, g_variant_new_dict_entry(
+                g_variant_new_string("org.freedesktop.Secret.Item.Label"), g_variant_new_variant(g_variant_new_string(label))))
+            g_variant_builder_add_value(properties, g_variant_new_dict_entry(
+                g_variant_new_string("org.freedesktop.Secret.Item.Attributes"), g_variant_new_variant(stringDictionary(withSchema))))
+            let parameters = variantTuple([g_variant_builder_end(properties), secretStruct(session, secret, contentType),
+                                           g_variant_new_boolean(1)])
+            let reply = try call(connection, path: collection, interface: "org.freedesktop.Secret.Collection", method: "CreateItem",
+                                 parameters: parameters, replyType: "(oo)", deadline)
+            g_variant_unref(reply)
+        }
+    }
+
+    /// `Item.SetSecret((oayays))`: replaces the secret of an existing item in place.
+    static func setSecret(_ connection: GDBus.Connection, item path: String, secret: [UInt8], contentType: String,
+                          _ deadline: Deadline) throws(GLibError) {
+        try withPlainSession(connection, deadline) { (session) throws(GLibError) in
+            let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "SetSecret",
+                                 parameters: variantTuple([secretStruct(session, secret, contentType)]), replyType: "()", deadline)
+            g_variant_unref(reply)
+        }
+    }
+
+    /// `Item.Delete() → o prompt`. gnome-keyring never prompts for a delete in an unlocked
+    /// collection; a prompt it does ask for is run like an unlock prompt.
+    static func deleteItem(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) {
+        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "Delete",
+                             parameters: nil, replyType: "(o)", deadline)
+        let prompt = strings(inTuple: reply).first ?? "/"
+        g_variant_unref(reply)
+        if prompt != "/" { _ = try runPrompt(connection, prompt, deadline) }
+    }
+
+    /// `Service.Unlock(ao) → (ao unlocked, o prompt)`, then the prompt if the service wants one:
+    /// `Prompt.Prompt("")` and its `Completed(b dismissed, v result)` signal. Returns whether
+    /// the object is unlocked afterwards (`false`: the prompt was dismissed). When the deadline
+    /// passes the prompt is dismissed (`Prompt.Dismiss`) and the cancellation is thrown.
+    static func unlock(_ connection: GDBus.Connection, object path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
+        let array = objectPathArray([path])
+        let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "Unlock",
+                             parameters: variantTuple([array]), replyType: "(aoo)", deadline)
         defer { g_variant_unref(reply) }
-        let structure = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(structure) }
-        let value = g_variant_get_child_value(structure, 2)!
-        defer { g_variant_unref(value) }
-        var count: gsize = 0
-        guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+        if !strings(in: reply, at: 0).isEmpty { return true }
+        let promptValue = g_variant_get_child_value(reply, 1)!
+        let prompt = String(cString: g_variant_get_string(promptValue, nil))
+        g_variant_unref(promptValue)
+        if prompt == "/" { return false }
+        return try runPrompt(connection, prompt, deadline)
+    }
+
+    /// Shows the prompt at `path` and waits for its `Completed` signal; `true` unless dismissed.
+    private static func runPrompt(_ connection: GDBus.Connection, _ path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
+        final class Outcome {
+            var dismissed: Bool?
+        }
+        let outcome = Outcome()
+        let context = g_main_context_new()
+        g_main_context_push_thread_default(context)
+        defer {
+            g_main_context_pop_thread_default(context)
+            g_main_context_unref(context)
+        }
+        let box = Unmanaged.passRetained(outcome).toOpaque()
+        // Subscribed on this private context, so the signal is delivered by the iteration below.
+        let subscription = g_dbus_connection_signal_subscribe(
+            connection.pointer, busName, "org.freedesktop.Secret.Prompt", "Completed", path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            { _, _, _, _, _, parameters, userData in
+                guard let parameters, let userData else { return }
+                let outcome = Unmanaged<Outcome>.fromOpaque(userData).takeUnretainedValue()
+                guard g_variant_is_of_type(parameters, variantType("(bv)")) != 0 else { return }
+                let flag = g_variant_get_child_value(parameters, 0)!
+                outcome.dismissed = g_variant_get_boolean(flag) != 0
+                g_variant_unref(flag)
+            },
+            box, { userData in if let userData { Unmanaged<Outcome>.fromOpaque(userData).release() } })
+        defer { g_dbus_connection_signal_unsubscribe(connection.pointer, subscription) }
+        // Wakes the iteration below when the deadline cancels the call.
+        let wake = g_cancellable_source_new(deadline.cancellable)!
+        g_source_set_dummy_callback(wake)
+        g_source_attach(wake, context)
+        defer {
+            g_source_destroy(wake)
+            g_source_unref(wake)
+        }
+        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Prompt", method: "Prompt",
+                             parameters: variantTuple([g_variant_new_string("")]), replyType: "()", deadline)
+        g_variant_unref(reply)
+        while outcome.dismissed == nil && g_cancellable_is_cancelled(deadline.cancellable) == 0 {
+            g_main_context_iteration(context, 1)
+        }
+        guard let dismissed = outcome.dismissed else {
+            // Take the prompt off the screen; nobody waits for the answer.
+            g_dbus_connection_call(connection.pointer, busName, path, "org.freedesktop.Secret.Prompt", "Dismiss", nil, nil,
+                                   G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
+            _ = try withGError { g_cancellable_set_error_if_cancelled(deadline.cancellable, $0) }
+            return false
+        }
+        return !dismissed
     }
 
     /// The `Attributes` of many items at once: every `Properties.Get` is sent before the
@@ -128,6 +248,54 @@ enum SecretServiceCalls {
         }
     }
 
+    // MARK: - Marshalling
+
+    /// Opens a `plain` session for `body` and closes it afterwards without waiting for the
+    /// reply. Plain: the socket is local and only this user's processes reach the session bus,
+    /// which is the same trust boundary the keyring itself has.
+    private static func withPlainSession<T>(_ connection: GDBus.Connection, _ deadline: Deadline,
+                                            _ body: (String) throws(GLibError) -> T) throws(GLibError) -> T {
+        let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
+        let opened = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "OpenSession",
+                              parameters: openParameters, replyType: "(vo)", deadline)
+        let sessionValue = g_variant_get_child_value(opened, 1)!
+        let session = String(cString: g_variant_get_string(sessionValue, nil))
+        g_variant_unref(sessionValue)
+        g_variant_unref(opened)
+        defer {
+            g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
+                                   G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
+        }
+        return try body(session)
+    }
+
+    /// `(oayays)`: session, empty parameters (plain), value, content type.
+    private static func secretStruct(_ session: String, _ secret: [UInt8], _ contentType: String) -> OpaquePointer {
+        let value = secret.withUnsafeBytes { bytes in
+            g_variant_new_fixed_array(variantType("y"), bytes.baseAddress, gsize(bytes.count), 1)!
+        }
+        let empty = g_variant_new_fixed_array(variantType("y"), nil, 0, 1)!
+        return variantTuple([g_variant_new_object_path(session), empty, value, g_variant_new_string(contentType)])
+    }
+
+    /// A floating `a{ss}`.
+    private static func stringDictionary(_ pairs: [(String, String)]) -> OpaquePointer {
+        let builder = g_variant_builder_new(variantType("a{ss}"))
+        defer { g_variant_builder_unref(builder) }
+        for (key, value) in pairs {
+            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_string(value)))
+        }
+        return g_variant_builder_end(builder)
+    }
+
+    /// A floating `ao`.
+    private static func objectPathArray(_ paths: [String]) -> OpaquePointer {
+        let builder = g_variant_builder_new(variantType("ao"))
+        defer { g_variant_builder_unref(builder) }
+        for path in paths { g_variant_builder_add_value(builder, g_variant_new_object_path(path)) }
+        return g_variant_builder_end(builder)
+    }
+
     /// An `a{ss}` as a dictionary (empty for any other type).
     private static func dictionary(_ value: OpaquePointer) -> [String: String] {
         var attributes: [String: String] = [:]
@@ -165,12 +333,23 @@ enum SecretServiceCalls {
         return reply!
     }
 
+    /// The strings (or object paths) of the array at `index` of `tuple`.
     private static func strings(in tuple: OpaquePointer, at index: Int) -> [String] {
         let array = g_variant_get_child_value(tuple, gsize(index))!
         defer { g_variant_unref(array) }
         return (0..<g_variant_n_children(array)).map { element in
             let child = g_variant_get_child_value(array, element)!
             defer { g_variant_unref(child) }
+            return String(cString: g_variant_get_string(child, nil))
+        }
+    }
+
+    /// The string-typed members of `tuple`, in order.
+    private static func strings(inTuple tuple: OpaquePointer) -> [String] {
+        (0..<g_variant_n_children(tuple)).compactMap { index in
+            let child = g_variant_get_child_value(tuple, index)!
+            defer { g_variant_unref(child) }
+            guard g_variant_is_of_type(child, variantType("s")) != 0 || g_variant_is_of_type(child, variantType("o")) != 0 else { return nil }
             return String(cString: g_variant_get_string(child, nil))
         }
     }

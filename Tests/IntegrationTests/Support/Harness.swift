@@ -104,7 +104,7 @@ struct Scenario {
 
     /// The controller of the library, wired to the real keyring and this scenario's settings.
     func controller(settings: (any SettingsStore)? = nil) -> AuthController {
-        AuthController(service: serviceName, keyring: SecretServiceStore(promptAllowed: false),
+        AuthController(service: serviceName, keyring: SecretServiceStore(promptAllowed: false, busAddress: sandbox.busAddress),
                        settings: settings ?? KeyFileSettingsStore(directory: settingsDirectory),
                        hasher: Argon2idHasher(), broadcaster: DBusBroadcaster(busAddress: sandbox.busAddress))
     }
