@@ -79,43 +79,43 @@ public final class AuthController: Sendable {
         // that the keyring still holds what was verified.
         let seen = try keyring.secret(service: service, account: account)
         var plan = try plan(signingIn: account, password: password, stored: seen)
-        var warnings: [String] = []
-        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
-            let read = try settings.read(service: service)
+        return try change { (read, record) throws(AuthError) -> Change in
             let stored = try keyring.secret(service: service, account: account)
             if stored != seen { plan = try self.plan(signingIn: account, password: password, stored: stored) }
-            // Every read that can fail comes before the first write.
-            let previous = try signedInAccount(in: read.record)
+            var change = Change()
+            let previous = record.user
+            if previous == account && read.corruption == nil {
+                // Already signed in: nothing to record, but a weak hash is still upgraded.
+                if let upgrade = plan.hashToStore {
+                    do throws(AuthError) {
+                        try keyring.store(upgrade, service: service, account: account, label: label(for: account))
+                    } catch {
+                        change.warnings.append(upgradeFailedNote(error))
+                    }
+                }
+                return change
+            }
+            // Every read that can fail, and the numbering of the events, before the first write.
+            let now = clock()
+            if let previous {
+                change.events.append(try event(.signedOut, previous, .switch, name: record.name ?? "", at: now, after: record.sequence))
+            }
+            change.events.append(try event(.signedIn, account, previous == nil ? .signIn : .switch, name: name, at: now,
+                                           after: record.sequence, skipping: change.events.count, previousUser: previous))
+            change.record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
+                                          sequence: change.events.last!.sequence)
             if let hash = plan.hashToStore {
                 do throws(AuthError) {
                     try keyring.store(hash, service: service, account: account, label: label(for: account))
+                    // Put the keyring back as it was should the save fail: remove a new hash,
+                    // restore an upgraded one.
+                    change.undo = { self.restore(stored, of: account) }
                 } catch where plan.isUpgrade {
-                    warnings.append("could not store the stronger password hash (\(error.message)); the old one stays")
-                    plan.hashToStore = nil
+                    change.warnings.append(upgradeFailedNote(error))
                 }
             }
-            if previous == account && read.corruption == nil { return [] }
-            let now = clock()
-            var record = read.record
-            var events: [LoginEvent] = []
-            if let previous {
-                events.append(event(.signedOut, previous, .switch, name: record.name ?? "", at: now, after: record.sequence))
-            }
-            events.append(event(.signedIn, account, previous == nil ? .signIn : .switch, name: name, at: now,
-                                after: record.sequence + UInt64(events.count), previousUser: previous))
-            record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
-                                   sequence: record.sequence + UInt64(events.count))
-            let copy = try save(record) {
-                // Put the keyring back as it was: remove a new hash, restore an upgraded one.
-                guard plan.hashToStore != nil else { return }
-                restore(stored, of: account)
-            }
-            if let copy { warnings.append(replacedNote(copy)) }
-            warnings += broadcast(events)
-            return events
+            return change
         }
-        post(events)
-        return ChangeOutcome(events: events, warnings: warnings)
     }
 
     /// Signs the current account out, deleting its stored hash unless `keepingCredentials`.
@@ -126,39 +126,28 @@ public final class AuthController: Sendable {
         // An unlock prompt may stay up for a minute: show it before taking the settings lock,
         // which every other authctl waits for at most 5 s.
         if !keepingCredentials, try settings.read(service: service).record.user != nil { try keyring.unlock() }
-        var warnings: [String] = []
-        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
-            let read = try settings.read(service: service)
-            var record = read.record
+        return try change { (read, record) throws(AuthError) -> Change in
             if read.corruption != nil {
-                let copy = try settings.save(SessionRecord(), service: service)
-                warnings.append(replacedNote(copy ?? "settings.ini.corrupt")
-                                + "; nobody was signed out and no password hash was deleted, since it did not say who was signed in")
-                return []
+                return Change(record: SessionRecord(), whenReplaced:
+                    "nobody was signed out and no password hash was deleted, since it did not say who was signed in")
             }
             guard let user = record.user else {
-                warnings.append("nobody is signed in to \(service)")
-                return []
+                // A stale session the transaction just ended is this sign-out's event.
+                if let stale = read.record.user {
+                    return Change(warnings: ["\(stale) was already signed out of \(service): its keyring item is gone"])
+                }
+                return Change(warnings: ["nobody is signed in to \(service)"])
             }
-            guard try keyring.containsItem(service: service, account: user) else {
-                // Stale: the item is gone, so the account was already signed out.
-                record = SessionRecord(sequence: record.sequence)
-                try settings.save(record, service: service)
-                warnings.append("\(user) was not signed in to \(service): its password hash is gone from the keyring")
-                return []
-            }
-            var removed: String?
+            var change = Change()
+            change.events = [try event(.signedOut, user, .signOut, name: record.name ?? "", at: clock(), after: record.sequence)]
+            change.record = SessionRecord(sequence: change.events[0].sequence)
             if !keepingCredentials {
-                removed = try keyring.secret(service: service, account: user)
+                let removed = try keyring.secret(service: service, account: user)
                 try keyring.deleteItem(service: service, account: user)
+                change.undo = { if let removed { self.restore(removed, of: user) } }
             }
-            let events = [event(.signedOut, user, .signOut, name: record.name ?? "", at: clock(), after: record.sequence)]
-            try save(SessionRecord(sequence: record.sequence + 1)) { if let removed { restore(removed, of: user) } }
-            warnings += broadcast(events)
-            return events
+            return change
         }
-        post(events)
-        return ChangeOutcome(events: events, warnings: warnings)
     }
 
     /// Deletes the stored hash of `account`. If it is signed in, signs it out (one `signed-out`
@@ -168,28 +157,23 @@ public final class AuthController: Sendable {
         try checkSettings()
         // As in signOut(keepingCredentials:): any unlock prompt comes before the settings lock.
         if try keyring.containsItem(service: service, account: account) { try keyring.unlock() }
-        var warnings: [String] = []
-        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
-            var record = try intactRecord()
+        return try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            var change = Change()
             guard record.user == account else {
                 if try !keyring.deleteItem(service: service, account: account) {
-                    warnings.append("\(account) has no stored password hash for \(service)")
+                    change.warnings.append("\(account) has no stored password hash for \(service)")
                 }
-                return []
+                return change
             }
+            // Signed in, so the item exists (stale state was cleared before this runs).
+            change.events = [try event(.signedOut, account, .forget, name: record.name ?? "", at: clock(), after: record.sequence)]
+            change.record = SessionRecord(sequence: change.events[0].sequence)
             let removed = try keyring.secret(service: service, account: account)
-            if removed != nil { try keyring.deleteItem(service: service, account: account) }
-            var events: [LoginEvent] = []
-            if removed != nil {
-                events.append(event(.signedOut, account, .forget, name: record.name ?? "", at: clock(), after: record.sequence))
-            }
-            record = SessionRecord(sequence: record.sequence + UInt64(events.count))
-            try save(record) { if let removed { restore(removed, of: account) } }
-            warnings += broadcast(events)
-            return events
+            try keyring.deleteItem(service: service, account: account)
+            change.undo = { if let removed { self.restore(removed, of: account) } }
+            return change
         }
-        post(events)
-        return ChangeOutcome(events: events, warnings: warnings)
     }
 
     /// Checks `password` against the signed-in account's hash (re-authentication).
@@ -214,7 +198,7 @@ public final class AuthController: Sendable {
                     try keyring.store(upgraded, service: service, account: account, label: label(for: account))
                 }
             } catch {
-                warnings.append("could not store the stronger password hash (\(error.message)); the old one stays")
+                warnings.append(upgradeFailedNote(error))
             }
         }
         return ChangeOutcome(events: [], warnings: warnings)
@@ -314,16 +298,51 @@ public final class AuthController: Sendable {
         return user
     }
 
-    /// Saves `record`; when that fails, runs `undo` first, so a failed command changes nothing.
-    /// Returns the path of the copy kept of a corrupt file.
-    @discardableResult
-    private func save(_ record: SessionRecord, undo: () -> Void) throws(AuthError) -> String? {
-        do throws(AuthError) {
-            return try settings.save(record, service: service)
-        } catch {
-            undo()
-            throw error
+    /// What a change under the settings lock does: the record to save (`nil`: nothing to
+    /// save), its events, warnings, and how to put the keyring back should the save fail.
+    private struct Change {
+        var record: SessionRecord?
+        var events: [LoginEvent] = []
+        var warnings: [String] = []
+        var undo: () -> Void = {}
+        /// Said after the note that a corrupt settings file was replaced.
+        var whenReplaced: String?
+    }
+
+    /// The transaction every change shares: under the settings lock, read the record, end a
+    /// stale session (the settings name a user whose item is gone: one `signed-out` event,
+    /// reason `removed`), let `body` make its change to the keyring, save the record — undoing
+    /// the keyring change if that fails, so a failed command changes nothing — and broadcast
+    /// the events; after the lock, post them in-process.
+    private func change(_ body: (SettingsRead, SessionRecord) throws(AuthError) -> Change) throws(AuthError) -> ChangeOutcome {
+        var warnings: [String] = []
+        let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
+            let read = try settings.read(service: service)
+            var record = read.record
+            var ended: [LoginEvent] = []
+            if let user = record.user, try !keyring.containsItem(service: service, account: user) {
+                ended = [try event(.signedOut, user, .removed, name: record.name ?? "", at: clock(), after: record.sequence)]
+                record = SessionRecord(sequence: ended[0].sequence)
+            }
+            var change = try body(read, record)
+            if change.record == nil && !ended.isEmpty { change.record = record }
+            if let newRecord = change.record {
+                do throws(AuthError) {
+                    if let copy = try settings.save(newRecord, service: service) {
+                        warnings.append("the settings file was corrupt; it was replaced and the old one kept as \(copy)"
+                                        + (change.whenReplaced.map { "; " + $0 } ?? ""))
+                    }
+                } catch {
+                    change.undo()
+                    throw error
+                }
+            }
+            let events = ended + change.events
+            warnings += change.warnings + broadcast(events)
+            return events
         }
+        post(events)
+        return ChangeOutcome(events: events, warnings: warnings)
     }
 
     /// Puts `secret` back as the stored hash of `account`, or removes the item when it had none.
@@ -338,14 +357,21 @@ public final class AuthController: Sendable {
 
     private func label(for account: AccountID) -> String { "authctl password hash for \(account) (\(service))" }
 
-    private func replacedNote(_ copy: String) -> String {
-        "the settings file was corrupt; it was replaced and the old one kept as \(copy)"
+    private func upgradeFailedNote(_ error: AuthError) -> String {
+        "could not store the stronger password hash (\(error.message)); the old one stays"
     }
 
+    /// An event numbered `skipping + 1` after `sequence`. The numbers come from the settings
+    /// file, so they are checked, never trapped on: a sequence at its limit is a corrupt file.
     private func event(_ status: LoginEvent.Status, _ user: AccountID, _ reason: LoginEvent.Reason, name: String,
-                       at time: UInt64, after sequence: UInt64, previousUser: AccountID? = nil) -> LoginEvent {
-        LoginEvent(service: service, status: status, user: user, reason: reason, name: name, timestamp: time,
-                   sequence: sequence + 1, previousUser: previousUser)
+                       at time: UInt64, after sequence: UInt64, skipping: Int = 0,
+                       previousUser: AccountID? = nil) throws(AuthError) -> LoginEvent {
+        let (number, overflow) = sequence.addingReportingOverflow(UInt64(skipping) + 1)
+        guard !overflow else {
+            throw .settingsUnsafe("the event sequence of \(service) in the settings file is at its limit (\(sequence)); remove its `sequence` line to start again at 0")
+        }
+        return LoginEvent(service: service, status: status, user: user, reason: reason, name: name, timestamp: time,
+                          sequence: number, previousUser: previousUser)
     }
 
     /// Broadcasts under the lock, so processes' events go out in the order of their changes.

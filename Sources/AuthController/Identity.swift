@@ -38,7 +38,8 @@ public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringCon
 }
 
 /// An account id (the `email` of a ``User``): 1–254 bytes of UTF-8, no control characters, no
-/// leading or trailing white space. Compared exactly, case-sensitively.
+/// leading or trailing white space. Compared exactly: byte for byte, case-sensitively, without
+/// Unicode normalisation.
 public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
     public let rawValue: String
 
@@ -64,6 +65,17 @@ public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, Custo
            first.properties.isWhitespace || last.properties.isWhitespace {
             throw .invalidInput("invalid account id: it starts or ends with white space")
         }
+    }
+
+    /// Byte for byte (SPEC §7.3). Swift's `String ==` is Unicode canonical equivalence, under
+    /// which NFC `é` and NFD `e` + U+0301 are one account while the keyring holds two items.
+    public static func == (lhs: AccountID, rhs: AccountID) -> Bool {
+        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(rawValue.utf8.count)
+        for byte in rawValue.utf8 { hasher.combine(byte) }
     }
 
     public static func < (lhs: AccountID, rhs: AccountID) -> Bool {

@@ -113,25 +113,56 @@ struct ControllerTests {
         #expect(!fixture.controller.isSignedIn)
     }
 
-    @Test("stale state: the settings name a user whose item is gone → signed out, cleared without an event")
+    @Test("stale state: the settings name a user whose item is gone → signed out; the next change ends it with one `removed` event")
     func staleState() throws {
         let fixture = Fixture()
         try fixture.signIn("a")
         try fixture.keyring.deleteItem(service: fixture.service, account: fixture.account("a"))
         #expect(try fixture.controller.status().isSignedIn == false)
+        #expect(fixture.trail == ["signed-in a sign-in #1"])  // reading changes nothing
         let outcome = try fixture.controller.signOut(keepingCredentials: false)
-        #expect(outcome.events.isEmpty)
-        #expect(try fixture.settings.read(service: fixture.service).record.user == nil)
-        #expect(fixture.trail == ["signed-in a sign-in #1"])
+        #expect(outcome.events.map(\.reason) == [.removed])
+        #expect(outcome.warnings == ["a was already signed out of test.service: its keyring item is gone"])
+        #expect(try fixture.settings.read(service: fixture.service).record == SessionRecord(sequence: 2))
+        #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a removed #2"])
+        #expect(try fixture.controller.signOut(keepingCredentials: false).events.isEmpty)
     }
 
-    @Test("sign-in over stale state is a plain sign-in, not a switch")
-    func signInOverStale() throws {
+    @Test("sign-in over stale state: `removed` for the old account, then a plain sign-in, not a switch", arguments: ["a", "b"])
+    func signInOverStale(_ next: String) throws {
         let fixture = Fixture()
         try fixture.signIn("a")
         try fixture.keyring.deleteItem(service: fixture.service, account: fixture.account("a"))
-        try fixture.signIn("b")
-        #expect(fixture.trail.last == "signed-in b sign-in #2")
+        try fixture.signIn(next)
+        #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a removed #2", "signed-in \(next) sign-in #3"])
+    }
+
+    @Test("forget over stale state ends it with `removed`, once")
+    func forgetOverStale() throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        try fixture.keyring.deleteItem(service: fixture.service, account: fixture.account("a"))
+        try fixture.controller.forget(fixture.account("a"))
+        try fixture.controller.forget(fixture.account("a"))
+        #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a removed #2"])
+    }
+
+    @Test("a sequence the next events cannot be numbered after is a corrupt file (78), and nothing is stored",
+          arguments: [UInt64.max - 1, UInt64.max - 2])
+    func sequenceAtItsLimit(_ sequence: UInt64) throws {
+        let fixture = Fixture()
+        try fixture.signIn("a")
+        try fixture.settings.save(SessionRecord(user: fixture.account("a"), name: "", signedInAt: "2026-11-18T11:06:40Z",
+                                                sequence: sequence), service: fixture.service)
+        let overflows = sequence == UInt64.max - 1
+        if overflows {
+            #expect { try fixture.signIn("b") } throws: { ($0 as? AuthError)?.exitCode == 78 }
+            #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("b")) == false)
+            #expect(fixture.trail == ["signed-in a sign-in #1"])
+        } else {
+            try fixture.signIn("b")
+            #expect(fixture.broadcaster.events.last?.sequence == UInt64.max)
+        }
     }
 
     @Test("a settings write that fails after enrolment removes the new hash and sends nothing")

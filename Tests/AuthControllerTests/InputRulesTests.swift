@@ -6,27 +6,27 @@ struct InputRulesTests {
     @Test("valid account ids", arguments: [
         "a", "alice@example.org", "Ünïcødé@例え.jp", "bob $(touch x) `id` 'q' \"d\"", "inner  spaces ok",
         String(repeating: "x", count: 254),
-    ])
-    func validAccountIDs(_ text: String) throws {
-        #expect(try AccountID(validating: text).rawValue == text)
+    ].map(Sample.init))
+    func validAccountIDs(_ text: Sample<String>) throws {
+        #expect(try AccountID(validating: text.value).rawValue == text.value)
     }
 
     @Test("invalid account ids name the rule", arguments: [
-        ("", "empty"),
-        (String(repeating: "x", count: 255), "254"),
-        (String(repeating: "é", count: 128), "254"),  // 256 bytes
-        ("tab\there", "control"),
-        ("nl\n", "control"),
-        ("del\u{7F}", "control"),
-        ("c1\u{85}x", "control"),
-        (" leading", "white space"),
-        ("trailing ", "white space"),
-        ("\u{3000}ideographic", "white space"),
-        ("nbsp\u{A0}", "white space"),
+        (Sample(""), "empty"),
+        (Sample(String(repeating: "x", count: 255)), "254"),
+        (Sample(String(repeating: "é", count: 128)), "254"),  // 256 bytes
+        (Sample("tab\there"), "control"),
+        (Sample("nl\n"), "control"),
+        (Sample("del\u{7F}"), "control"),
+        (Sample("c1\u{85}x"), "control"),
+        (Sample(" leading"), "white space"),
+        (Sample("trailing "), "white space"),
+        (Sample("\u{3000}ideographic"), "white space"),
+        (Sample("nbsp\u{A0}"), "white space"),
     ])
-    func invalidAccountIDs(_ text: String, _ rule: String) {
+    func invalidAccountIDs(_ text: Sample<String>, _ rule: String) {
         #expect {
-            try AccountID(validating: text)
+            try AccountID(validating: text.value)
         } throws: { error in
             guard let error = error as? AuthError, case .invalidInput(let message) = error else { return false }
             return error.exitCode == 65 && message.contains(rule)
@@ -36,6 +36,11 @@ struct InputRulesTests {
     @Test("account ids compare exactly and sort by bytes")
     func accountOrder() throws {
         #expect(try AccountID(validating: "Alice") != AccountID(validating: "alice"))
+        // Byte for byte, without Unicode normalisation: NFC é and NFD e + U+0301 are two accounts.
+        let composed = try AccountID(validating: "caf\u{E9}"), decomposed = try AccountID(validating: "cafe\u{301}")
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect(composed == (try AccountID(validating: "caf\u{E9}")))
         let sorted = try ["b", "B", "a", "é", "A"].map { try AccountID(validating: $0) }.sorted().map(\.rawValue)
         #expect(sorted == ["A", "B", "a", "b", "é"])
     }
@@ -59,17 +64,17 @@ struct InputRulesTests {
     }
 
     @Test("passwords: 1–4096 bytes of UTF-8 without NUL", arguments: [
-        ([UInt8]("p".utf8), true),
-        ([UInt8](repeating: 0x61, count: 4096), true),
-        ([UInt8]("pässwörd".utf8), true),
-        ([UInt8](), false),
-        ([UInt8](repeating: 0x61, count: 4097), false),
-        ([0x61, 0x00, 0x62], false),
-        ([0xFF, 0xFE], false),
-        ([0xC3], false),
+        (Sample([UInt8]("p".utf8)), true),
+        (Sample([UInt8](repeating: 0x61, count: 4096)), true),
+        (Sample([UInt8]("pässwörd".utf8)), true),
+        (Sample([UInt8]()), false),
+        (Sample([UInt8](repeating: 0x61, count: 4097)), false),
+        (Sample([0x61, 0x00, 0x62]), false),
+        (Sample([0xFF, 0xFE]), false),
+        (Sample([0xC3]), false),
     ])
-    func passwords(_ bytes: [UInt8], _ valid: Bool) {
-        let result = bytes.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
+    func passwords(_ bytes: Sample<[UInt8]>, _ valid: Bool) {
+        let result = bytes.value.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
         switch result {
         case .success: #expect(valid)
         case .failure(let error): #expect(!valid && error.exitCode == 65)

@@ -60,7 +60,7 @@ struct SettingsFileTests {
     @Test("signing out keeps the sequence and drops the user keys")
     func signedOut() throws {
         let folder = SettingsFolder()
-        _ = try folder.store.save(SessionRecord(user: alice, name: "A", signedInAt: "t", sequence: 3), service: folder.service)
+        _ = try folder.store.save(SessionRecord(user: alice, name: "A", signedInAt: "2026-11-22T01:00:00Z", sequence: 3), service: folder.service)
         _ = try folder.store.save(SessionRecord(sequence: 4), service: folder.service)
         #expect(try folder.contents() == "[svc]\nsequence=4\n")
     }
@@ -69,7 +69,7 @@ struct SettingsFileTests {
     func preservesUnknown() throws {
         let folder = SettingsFolder()
         try folder.write("# my notes\n[other.service]\nuser=bob\nsequence=9\n\n[svc]\ncolour=blue\nsequence=1\n")
-        _ = try folder.store.save(SessionRecord(user: alice, name: "", signedInAt: "t", sequence: 2), service: folder.service)
+        _ = try folder.store.save(SessionRecord(user: alice, name: "", signedInAt: "2026-11-22T01:00:00Z", sequence: 2), service: folder.service)
         let text = try folder.contents()
         #expect(text.hasPrefix("# my notes\n"))
         #expect(text.contains("[other.service]\nuser=bob\nsequence=9\n"))
@@ -79,6 +79,9 @@ struct SettingsFileTests {
 
     @Test("corrupt files are reported with their path and replaced only by a save, which keeps a copy", arguments: [
         "not a key file\u{1}", "[svc]\nsequence=minus one\n", "[svc]\nuser=\\sleading\n", "[svc\n", "[svc]\nuser=a\nname=a\\tb\n",
+        "[svc]\nsequence=18446744073709551615\n", "[svc]\nsequence=18446744073709551616\n", "[svc]\nsequence=-1\n",
+        "[svc]\nuser=a\nsigned-in-at=yesterday\n", "[svc]\nuser=a\nsigned-in-at=2026-13-01T00:00:00Z\n",
+        "[svc]\nuser=a\nsigned-in-at=2026-11-22T01:00:00+01:00\n", "[svc]\nuser=a\nsigned-in-at=\n",
     ])
     func corrupt(_ text: String) throws {
         let folder = SettingsFolder()
@@ -101,7 +104,7 @@ struct SettingsFileTests {
         #expect(throws: AuthError.settingsUnsafe("the settings file \(folder.file) is a symbolic link; remove it (`rm \(folder.file)`) and sign in again")) {
             try folder.store.read(service: folder.service)
         }
-        #expect(throws: AuthError.self) { try folder.store.save(SessionRecord(), service: folder.service) }
+        #expect { try folder.store.save(SessionRecord(), service: folder.service) } throws: { ($0 as? AuthError)?.exitCode == 78 }
         #expect(try String(contentsOfFile: folder.root + "/elsewhere.ini", encoding: .utf8) == "[svc]\nsequence=1\n")
     }
 
@@ -114,19 +117,16 @@ struct SettingsFileTests {
         }
     }
 
-    @Test("a file owned by someone else is refused with the chown to run")
-    func foreignOwner() throws {
+    @Test("a file or folder owned by someone else is refused with the chown to run (78)", arguments: [false, true])
+    func foreignOwner(_ folderToo: Bool) throws {
         let folder = SettingsFolder()
         try folder.write("[svc]\nsequence=1\n")
-        guard chown(folder.file, 65534, 65534) == 0 else {
-            // Only root can give a file away; an unprivileged run checks the rule on the other path.
-            #expect(getuid() != 0)
-            return
-        }
-        #expect {
+        let path = folderToo ? folder.directory : folder.file
+        // The suite runs as root in CI, and root can give a file away; a user cannot, and then
+        // this rule cannot be shown from inside.
+        try #require(chown(path, 65534, 65534) == 0, "chown needs root: run the tests as root")
+        #expect(throws: AuthError.settingsUnsafe("\(path) is not owned by you; fix it with `chown \(geteuid()) \(path)`")) {
             try folder.store.read(service: folder.service)
-        } throws: { error in
-            (error as? AuthError)?.exitCode == 78 && "\(error)".contains("chown")
         }
     }
 
@@ -134,7 +134,9 @@ struct SettingsFileTests {
     func directoryAsFile() throws {
         let folder = SettingsFolder()
         try FileManager.default.createDirectory(atPath: folder.file, withIntermediateDirectories: true)
-        #expect(throws: AuthError.self) { try folder.store.read(service: folder.service) }
+        #expect(throws: AuthError.settingsUnsafe("the settings file \(folder.file) is not a regular file; remove it and sign in again")) {
+            try folder.store.read(service: folder.service)
+        }
     }
 
     @Test("a file where the settings folder must be: 74 with the path")
@@ -148,7 +150,7 @@ struct SettingsFileTests {
             (error as? AuthError)?.exitCode == 74 && "\(error)".contains(folder.directory)
         }
         let blocked = KeyFileSettingsStore(directory: folder.directory + "/nested")
-        #expect(throws: AuthError.self) { try blocked.save(SessionRecord(), service: folder.service) }
+        #expect { try blocked.save(SessionRecord(), service: folder.service) } throws: { ($0 as? AuthError)?.exitCode == 74 }
     }
 
     @Test("the lock is exclusive across descriptors and gives up with 75")

@@ -14,6 +14,10 @@ public struct LoginEvent: Equatable, Sendable {
         case signOut = "sign-out"
         case `switch` = "switch"
         case forget = "forget"
+        /// The token server ended the session (its refresh token expired or was refused).
+        case expired = "expired"
+        /// The signed-in account's keyring item was removed by another program.
+        case removed = "removed"
         /// The current state, reported by a listener when it starts (never broadcast).
         case initial = "initial"
     }

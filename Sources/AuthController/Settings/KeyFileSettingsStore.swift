@@ -56,7 +56,11 @@ public struct KeyFileSettingsStore: SettingsStore {
         if let user = record.user {
             keyFile.setString(user.rawValue, group: group, key: "user")
             keyFile.setString(record.name ?? "", group: group, key: "name")
-            keyFile.setString(record.signedInAt ?? "", group: group, key: "signed-in-at")
+            if let signedInAt = record.signedInAt {
+                keyFile.setString(signedInAt, group: group, key: "signed-in-at")
+            } else {
+                keyFile.removeKey(group: group, key: "signed-in-at")
+            }
         } else {
             for key in ["user", "name", "signed-in-at"] { keyFile.removeKey(group: group, key: key) }
         }
@@ -106,6 +110,9 @@ public struct KeyFileSettingsStore: SettingsStore {
         var record = SessionRecord()
         if let sequence = try value("sequence") {
             guard let number = UInt64(sequence) else { throw Corrupt(reason: "'sequence' is not an unsigned integer") }
+            // The next event's number must exist: a file at the limit is as unusable as one
+            // with a word there, and must fail before anything is stored.
+            guard number < UInt64.max else { throw Corrupt(reason: "'sequence' is at its limit and cannot be incremented") }
             record.sequence = number
         }
         guard let user = try value("user"), !user.isEmpty else { return record }
@@ -114,7 +121,10 @@ public struct KeyFileSettingsStore: SettingsStore {
         let name = try value("name") ?? ""
         guard (try? DisplayName.validate(name)) != nil else { throw Corrupt(reason: "'name' is not a valid display name") }
         record.name = name
-        record.signedInAt = try value("signed-in-at")
+        if let signedInAt = try value("signed-in-at") {
+            guard Timestamp.isRFC3339UTC(signedInAt) else { throw Corrupt(reason: "'signed-in-at' is not an RFC 3339 UTC time") }
+            record.signedInAt = signedInAt
+        }
         return record
     }
 
