@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A password as typed or piped in: 1–4096 bytes of UTF-8 without NUL. The bytes live in one
 /// buffer that is wiped when the last copy of the value goes away.
 public struct Password: Sendable, Equatable {
@@ -60,7 +56,7 @@ public struct Password: Sendable, Equatable {
 
     /// Compares the bytes as read (before normalisation).
     public static func == (lhs: Password, rhs: Password) -> Bool {
-        lhs.count == rhs.count && memcmp(lhs.storage.buffer.baseAddress!, rhs.storage.buffer.baseAddress!, lhs.count) == 0
+        lhs.count == rhs.count && lhs.storage.buffer[0..<lhs.count].elementsEqual(rhs.storage.buffer[0..<rhs.count])
     }
 
     /// Lends the password's bytes after Unicode NFKC normalisation (NIST SP 800-63B); the

@@ -12,12 +12,19 @@ enum Posix {
         let errno: Int32
         var message: String { String(cString: strerror(errno)) }
         var isNotFound: Bool { errno == ENOENT }
+        /// The last component was a symbolic link where `O_NOFOLLOW` forbids one.
+        var isSymbolicLink: Bool { errno == ELOOP }
     }
 
+    /// The one place where "-1 and errno" becomes a ``Failure``; a call interrupted by a signal
+    /// (`EINTR`) is made again.
     @discardableResult
-    private static func check(_ call: String, _ result: Int32) throws(Failure) -> Int32 {
-        if result == -1 { throw Failure(call: call, errno: errno) }
-        return result
+    private static func check<Result: BinaryInteger>(_ call: String, _ body: () -> Result) throws(Failure) -> Result {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            if errno != EINTR { throw Failure(call: call, errno: errno) }
+        }
     }
 
     struct FileStatus {
@@ -42,7 +49,7 @@ enum Posix {
     /// The corresponding C function is `fstat`.
     static func fstatus(_ descriptor: Int32) throws(Failure) -> FileStatus {
         var info = stat()
-        try check("fstat", fstat(descriptor, &info))
+        try check("fstat") { fstat(descriptor, &info) }
         return FileStatus(mode: info.st_mode, owner: info.st_uid)
     }
 
@@ -52,8 +59,32 @@ enum Posix {
     }
 
     /// The corresponding C function is `open` (always with `O_CLOEXEC`).
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(Failure) -> Int32 {
-        try check("open", Glibc.open(path, flags | O_CLOEXEC, mode))
+    private static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(Failure) -> Int32 {
+        try check("open") { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    /// Opens a file to read, refusing a symbolic link (``Failure/isSymbolicLink``) and never
+    /// blocking on a FIFO planted at the path.
+    static func openForReading(_ path: String) throws(Failure) -> Int32 {
+        try open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+    }
+
+    /// Opens (creating, mode 0600) a lock file, refusing a symbolic link.
+    static func openLockFile(_ path: String) throws(Failure) -> Int32 {
+        try open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600)
+    }
+
+    /// Creates a new file to write, failing if anything (a link included) is at `path`.
+    static func createExclusive(_ path: String, mode: mode_t) throws(Failure) -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+    }
+
+    /// Makes a directory's entries durable (a rename in it, say). The corresponding C
+    /// functions are `open(O_DIRECTORY)` and `fsync`.
+    static func syncDirectory(_ path: String) throws(Failure) {
+        let descriptor = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(descriptor) }
+        try fsync(descriptor)
     }
 
     /// The corresponding C function is `close`.
@@ -64,11 +95,7 @@ enum Posix {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count == -1 {
-                if errno == EINTR { continue }
-                throw Failure(call: "read", errno: errno)
-            }
+            let count = try check("read") { chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) } }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
         }
@@ -78,26 +105,21 @@ enum Posix {
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) throws(Failure) {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if count == -1 {
-                if errno == EINTR { continue }
-                throw Failure(call: "write", errno: errno)
-            }
-            offset += count
+            offset += try check("write") { bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) } }
         }
     }
 
     /// The corresponding C function is `fsync`.
-    static func fsync(_ descriptor: Int32) throws(Failure) { try check("fsync", Glibc.fsync(descriptor)) }
+    static func fsync(_ descriptor: Int32) throws(Failure) { try check("fsync") { Glibc.fsync(descriptor) } }
 
     /// The corresponding C function is `fchmod`.
-    static func fchmod(_ descriptor: Int32, _ mode: mode_t) throws(Failure) { try check("fchmod", Glibc.fchmod(descriptor, mode)) }
+    static func fchmod(_ descriptor: Int32, _ mode: mode_t) throws(Failure) { try check("fchmod") { Glibc.fchmod(descriptor, mode) } }
 
     /// The corresponding C function is `rename`.
-    static func rename(_ from: String, _ to: String) throws(Failure) { try check("rename", Glibc.rename(from, to)) }
+    static func rename(_ from: String, _ to: String) throws(Failure) { try check("rename") { Glibc.rename(from, to) } }
 
     /// A second name for a file. The corresponding C function is `link`.
-    static func link(_ existing: String, _ new: String) throws(Failure) { try check("link", Glibc.link(existing, new)) }
+    static func link(_ existing: String, _ new: String) throws(Failure) { try check("link") { Glibc.link(existing, new) } }
 
     /// The corresponding C function is `unlink`.
     static func unlink(_ path: String) { _ = Glibc.unlink(path) }

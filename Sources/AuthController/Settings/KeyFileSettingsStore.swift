@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The settings file: a GLib key file at `DIRECTORY/settings.ini` with one group per service,
 /// written atomically, guarded by an exclusive `flock` on `DIRECTORY/settings.lock`.
 ///
@@ -72,7 +68,7 @@ public struct KeyFileSettingsStore: SettingsStore {
     public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
         try createDirectory()
         let descriptor = try io("open the settings lock \(lockPath)") { () throws(Posix.Failure) in
-            try Posix.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600)
+            try Posix.openLockFile(lockPath)
         }
         // Closing the descriptor releases the lock.
         defer { Posix.close(descriptor) }
@@ -172,11 +168,10 @@ public struct KeyFileSettingsStore: SettingsStore {
     private func readFileBytes() throws(AuthError) -> [UInt8]? {
         let descriptor: Int32
         do {
-            // O_NONBLOCK: a FIFO planted at the path must not hang the command.
-            descriptor = try Posix.open(filePath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            descriptor = try Posix.openForReading(filePath)
         } catch {
             if error.isNotFound { return nil }
-            if error.errno == ELOOP {
+            if error.isSymbolicLink {
                 throw .settingsUnsafe("the settings file \(filePath) is a symbolic link; remove it (`rm \(filePath)`) and sign in again")
             }
             throw .settingsIO("cannot read the settings file \(filePath): \(error.message)")
@@ -196,7 +191,7 @@ public struct KeyFileSettingsStore: SettingsStore {
         let suffix = Posix.randomBytes(8).map { String($0, radix: 16) }.joined()
         let temporary = "\(directory)/.settings.ini.\(suffix).tmp"
         let descriptor = try io("write the settings file \(filePath)") { () throws(Posix.Failure) in
-            try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            try Posix.createExclusive(temporary, mode: 0o600)
         }
         do {
             try io("write the settings file \(filePath)") { () throws(Posix.Failure) in
@@ -215,10 +210,7 @@ public struct KeyFileSettingsStore: SettingsStore {
         // The rename is durable only once the directory entry is on disk. It has taken effect
         // already, so a failure here is not reported as a failed write: that would undo the
         // keyring side of a change whose settings side stands.
-        if let directoryDescriptor = try? Posix.open(directory, O_RDONLY | O_DIRECTORY) {
-            try? Posix.fsync(directoryDescriptor)
-            Posix.close(directoryDescriptor)
-        }
+        try? Posix.syncDirectory(directory)
     }
 
     /// Runs one file-system step; a failure becomes ``AuthError/settingsIO(_:)`` naming the step.
