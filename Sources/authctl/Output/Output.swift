@@ -1,5 +1,4 @@
 import AuthController
-import FoundationEssentials
 import SystemPackage
 
 /// The one place that writes to stdout and stderr and turns errors into exit statuses.
@@ -25,35 +24,16 @@ enum Output {
     }
 
     /// A `--json` document on one line of stdout. Every JSON output goes through here, with
-    /// one encoder: keys sorted (the same bytes every run; JSONEncoder keeps no declaration
-    /// order), `/` not escaped, and characters that end or break a line for some readers
-    /// (DEL, C1 controls, U+2028, U+2029) escaped as well as those JSON requires.
+    /// one encoder (keys in SPEC order, absent values `null`, control characters escaped).
     static func json(_ document: some Encodable) throws(WriteFailure) {
-        let encoded: Data
+        let text: String
         do {
-            encoded = try encoder.encode(document)
+            text = try JSONLineEncoder().encode(document)
         } catch {
             preconditionFailure("Output.json: \(type(of: document)) cannot be encoded: \(error)")
         }
-        var text = ""
-        for scalar in String(decoding: encoded, as: UTF8.self).unicodeScalars {
-            switch scalar.value {
-            // Outside strings JSON holds only ASCII punctuation, so these are inside a string.
-            case 0x7F...0x9F, 0x2028, 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                text.unicodeScalars.append(scalar)
-            }
-        }
         try write(.standardOutput, text + "\n")
     }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 
     /// A password prompt on stderr, without a line break.
     static func prompt(_ text: String) {
