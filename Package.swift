@@ -14,6 +14,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         .systemLibrary(
@@ -28,7 +29,7 @@ let package = Package(
         ),
         .target(
             name: "AuthController",
-            dependencies: ["CLibsecret", "CArgon2"],
+            dependencies: ["CLibsecret", "CArgon2", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -36,6 +37,7 @@ let package = Package(
             dependencies: [
                 "AuthController",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,12 +1,9 @@
 import ArgumentParser
 import AuthController
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `authctl`: sign in and out of a service, with the password hash in the desktop keyring.
 @main
-struct Authctl: ParsableCommand {
+struct Authctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "authctl",
         abstract: "Sign in and out on the Linux desktop, with password hashes in the Secret Service.",
@@ -26,34 +23,47 @@ struct Authctl: ParsableCommand {
     static func firstNonUTF8Argument() -> Int? {
         for position in 1..<Int(CommandLine.argc) {
             guard let argument = CommandLine.unsafeArgv[position] else { continue }
-            let bytes = UnsafeRawBufferPointer(start: argument, count: strlen(argument))
-            if String(validating: bytes, as: UTF8.self) == nil { return position }
+            if String(validatingCString: argument) == nil { return position }
         }
         return nil
     }
 
     /// Parses, runs, and maps every failure to one line on stderr and its exit status.
-    static func main() {
+    /// Commands that wait (`watch`) run asynchronously; the others synchronously.
+    static func main() async {
+        // A write to a closed pipe must fail with EPIPE, for the output layer to decide: exit
+        // 74 with a message, or for `watch` a quiet end (SPEC §7.9, §7.10).
+        ProcessSignal.brokenPipe.ignore()
         if let position = firstNonUTF8Argument() {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
         }
         do {
             var command = try parseAsRoot()
-            try command.run()
-            Glibc.exit(0)
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+            ProcessEnvironment.exit(0)
         } catch let error as AuthError {
             Output.fail(error)
+        } catch let failure as Output.WriteFailure {
+            Output.fail(failure)
         } catch let error as ExitCode {
-            Glibc.exit(error.rawValue)
+            ProcessEnvironment.exit(error.rawValue)
         } catch {
             // Help and version requests arrive as errors too; they are not failures.
             if exitCode(for: error) == .success {
-                Output.help(fullMessage(for: error))
-                Glibc.exit(0)
+                do throws(Output.WriteFailure) {
+                    try Output.help(fullMessage(for: error))
+                } catch {
+                    Output.fail(error)
+                }
+                ProcessEnvironment.exit(0)
             }
             let message = self.message(for: error)
             Output.diagnostic((message.isEmpty ? "invalid usage" : message) + " (see `authctl --help`)")
-            Glibc.exit(64)
+            ProcessEnvironment.exit(64)
         }
     }
 }

@@ -1,8 +1,5 @@
 import ArgumentParser
 import AuthController
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Options every command takes, before or after its name.
 struct GlobalOptions: ParsableArguments {
@@ -24,28 +21,26 @@ struct GlobalOptions: ParsableArguments {
     /// The service from `--service`, else `AUTHCTL_SERVICE` (empty counts as unset), else the default.
     func resolvedService() throws(AuthError) -> ServiceName {
         if let service { return try ServiceName(validating: service) }
-        if let fromEnvironment = environment("AUTHCTL_SERVICE") { return try ServiceName(validating: fromEnvironment) }
+        if let fromEnvironment = ProcessEnvironment.value("AUTHCTL_SERVICE") { return try ServiceName(validating: fromEnvironment) }
         return .standard
     }
 
     /// The settings directory by the XDG Base Directory rules: `$XDG_CONFIG_HOME/authctl`, with
     /// `$HOME/.config` when it is unset, empty or relative.
     static func settingsDirectory() -> String {
-        if let configured = environment("XDG_CONFIG_HOME"), configured.hasPrefix("/") {
+        if let configured = ProcessEnvironment.value("XDG_CONFIG_HOME"), configured.hasPrefix("/") {
             return configured + "/authctl"
         }
         return homeDirectory() + "/.config/authctl"
     }
 
     private static func homeDirectory() -> String {
-        if let home = environment("HOME") { return home }
-        if let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
-        return "/"
+        ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/"
     }
 
     /// The unlock prompt needs somewhere to appear.
     var promptAllowed: Bool {
-        !noPrompt && (environment("DISPLAY") != nil || environment("WAYLAND_DISPLAY") != nil)
+        !noPrompt && (ProcessEnvironment.value("DISPLAY") != nil || ProcessEnvironment.value("WAYLAND_DISPLAY") != nil)
     }
 
     /// The controller for the real Secret Service, settings file and session bus.

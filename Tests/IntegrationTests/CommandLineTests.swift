@@ -292,3 +292,20 @@ extension Int32 {
         #expect(self == code, sourceLocation: sourceLocation)
     }
 }
+
+/// SPEC §7.10: output that cannot be written is exit 74 with a message, never a silent 0.
+@Suite("authctl with an unwritable stdout")
+struct UnwritableOutputTests {
+    @Test("a command whose stdout is /dev/full: 74 and one line on stderr",
+          arguments: [
+              "status", "status --json", "whoami", "accounts --json", "doctor --json", "--version",
+              "sign-in full-disk --password-stdin",
+          ])
+    func fullDisk(_ command: String) throws {
+        let scenario = try Scenario()
+        try scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = try scenario.shell(#"printf pw | "$AUTHCTL" \#(command) >/dev/full"#)
+        #expect(run.status == 74, "\(run)")
+        #expect(run.stderr == "authctl: cannot write to standard output: No space left on device\n", "\(run)")
+    }
+}

@@ -65,4 +65,39 @@ struct TerminalTests {
         #expect(status == 65 && screen.contains("did not match"), "\(screen)")
         #expect(try scenario.authctl("whoami").output == "tty-user")
     }
+
+    /// SPEC §6.1: however the prompt ends, the terminal's echo is back on afterwards.
+    @Test("a signal at the password prompt leaves the terminal with echo on", arguments: [SIGINT, SIGTERM, SIGHUP])
+    func signalAtPrompt(_ signalNumber: Int32) throws {
+        let scenario = try Scenario()
+        var master: Int32 = -1, slave: Int32 = -1
+        #expect(openpty(&master, &slave, nil, nil, nil) == 0)
+        defer { close(master); close(slave) }
+        // The test keeps its slave descriptor open, so the terminal's settings can be read after
+        // the child is gone.
+        let child = try ChildProcess(Scenario.binary, arguments: ["sign-in", "tty-signal"], environment: scenario.environment,
+                                     standardInput: slave, standardOutput: slave, standardError: slave)
+        func echoIsOn() -> Bool {
+            var settings = termios()
+            return tcgetattr(slave, &settings) == 0 && settings.c_lflag & tcflag_t(ECHO) != 0
+        }
+        #expect(echoIsOn(), "the terminal starts with echo on")
+        var screen = ""
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let prompted = eventually {
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 0) > 0, poller.revents & Int16(POLLIN) != 0 {
+                let count = Glibc.read(master, &buffer, buffer.count)
+                if count > 0 { screen += String(decoding: buffer[0..<count], as: UTF8.self) }
+            }
+            return screen.contains("New password for tty-signal: ")
+        }
+        try #require(prompted, "no prompt: \(screen)")
+        #expect(!echoIsOn(), "echo is off at the prompt")
+        kill(child.processID, signalNumber)
+        let status = child.wait()
+        #expect(status == 128 + signalNumber, "the signal ends the process as it would have: \(status)")
+        #expect(echoIsOn(), "echo is back on after \(signalNumber)")
+        #expect(try scenario.authctl("status").status == 1, "nothing changed")
+    }
 }

@@ -270,3 +270,35 @@ struct DoctorTests {
         #expect(run.status == 69 && run.seconds < 5 && run.stdout.hasPrefix("fail session-bus"), "\(run)")
     }
 }
+
+/// SPEC §7.9: when the reader of `watch`'s output goes away, `watch` ends at once, status 0,
+/// without a message — also when no further event would come to write.
+@Suite("authctl watch whose reader goes away")
+struct WatchReaderTests {
+    @Test("watch --json --initial | head -n 1: ends promptly with 0 and nothing on stderr")
+    func headAfterInitial() throws {
+        let scenario = try Scenario()
+        let run = try scenario.shell(#"{ "$AUTHCTL" watch --json --initial; echo "watch=$?" >&2; } | head -n 1"#, timeout: 20)
+        #expect(run.status == 0 && run.seconds < 5, "\(run)")
+        #expect(run.stderr == "watch=0\n", "\(run)")
+        #expect(run.output.contains(#""reason":"initial""#), "\(run)")
+    }
+
+    @Test("watch --json --initial | head -n 2 with the event of a sign-in: ends promptly with 0 and nothing on stderr")
+    func headAfterSignIn() throws {
+        let scenario = try Scenario()
+        let ready = scenario.sandbox.directory + "/ready-" + UUID().uuidString
+        // The hook of the initial event says the watch is subscribed.
+        let watch = try scenario.startShell(#"""
+            { "$AUTHCTL" watch --json --initial --exec ': > "\#(ready)"'; echo "watch=$?" >&2; } | head -n 2
+            """#)
+        #expect(eventually { FileManager.default.fileExists(atPath: ready) })
+        try scenario.authctl("sign-in", "reader-test", "--password-stdin", stdin: "pw").status.expect(0)
+        let started = Date()
+        let run = watch.wait(timeout: 20)
+        #expect(run.status == 0 && Date().timeIntervalSince(started) < 5, "\(run)")
+        #expect(run.stderr == "watch=0\n", "\(run)")
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.count == 2 && lines[1].contains(#""user":"reader-test","reason":"sign-in""#), "\(run)")
+    }
+}

@@ -15,9 +15,9 @@ struct Accounts: ParsableCommand {
     func run() throws {
         let accounts = try global.makeController().accounts()
         if json {
-            Output.json(.array(accounts.map { .orderedObject([("user", .string($0.id.rawValue)), ("current", .bool($0.isCurrent))]) }))
+            try Output.json(accounts.map(AccountDocument.init))
         } else {
-            for account in accounts { Output.line((account.isCurrent ? "* " : "  ") + account.id.rawValue) }
+            for account in accounts { try Output.line((account.isCurrent ? "* " : "  ") + account.id.rawValue) }
         }
     }
 }

@@ -17,16 +17,10 @@ struct DoctorCommand: ParsableCommand {
         let checks = Doctor(service: try global.resolvedService(), settingsDirectory: GlobalOptions.settingsDirectory(),
                             timeout: global.keyringTimeout ?? 5).run()
         if json {
-            Output.json(.orderedObject([
-                ("ok", .bool(checks.allSatisfy(\.ok))),
-                ("checks", .array(checks.map { check in
-                    .orderedObject([("name", .string(check.name)), ("ok", .bool(check.ok)), ("detail", .string(check.detail)),
-                                    ("fix", .optional(check.fix))])
-                })),
-            ]))
+            try Output.json(DoctorDocument(checks))
         } else {
             for check in checks {
-                Output.line((check.ok ? "ok   " : "fail ") + "\(check.name): \(check.detail)" + (check.fix.map { " — fix: \($0)" } ?? ""))
+                try Output.line((check.ok ? "ok   " : "fail ") + "\(check.name): \(check.detail)" + (check.fix.map { " — fix: \($0)" } ?? ""))
             }
         }
         if let failure = checks.first(where: { !$0.ok })?.failure { throw ExitCode(failure.exitCode) }

@@ -16,6 +16,6 @@ struct Forget: ParsableCommand {
         let controller = try global.makeController()
         let outcome = try controller.forget(AccountID(validating: account))
         Output.warnings(outcome)
-        if !outcome.events.isEmpty { Output.line("Signed out of \(controller.service): \(account).") }
+        if !outcome.events.isEmpty { try Output.line("Signed out of \(controller.service): \(account).") }
     }
 }

@@ -1,8 +1,5 @@
 import ArgumentParser
 import AuthController
-#if canImport(Glibc)
-import Glibc
-#endif
 
 struct SignIn: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,18 +35,13 @@ struct SignIn: ParsableCommand {
         }
         let outcome = try controller.signIn(account: account, name: name, password: password)
         Output.warnings(outcome)
-        Output.line(outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(account)."
+        try Output.line(outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(account)."
                                            : "Signed in to \(controller.service) as \(account).")
     }
 
     /// The real name from the passwd GECOS field, else the login name.
     static func defaultDisplayName() -> String {
-        guard let entry = getpwuid(geteuid()) else { return "" }
-        if let gecos = entry.pointee.pw_gecos,
-           let realName = String(cString: gecos).split(separator: ",", omittingEmptySubsequences: false).first,
-           !realName.isEmpty {
-            return String(realName)
-        }
-        return entry.pointee.pw_name.map { String(cString: $0) } ?? ""
+        guard let user = ProcessEnvironment.currentUser else { return "" }
+        return user.realName ?? user.name
     }
 }

@@ -18,7 +18,7 @@ struct SignOut: ParsableCommand {
         let outcome = try controller.signOut(keepingCredentials: keepCredentials)
         Output.warnings(outcome)
         for event in outcome.events {
-            Output.line("Signed out of \(controller.service): \(event.user?.rawValue ?? "").")
+            try Output.line("Signed out of \(controller.service): \(event.user?.rawValue ?? "").")
         }
     }
 }

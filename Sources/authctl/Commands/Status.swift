@@ -18,24 +18,15 @@ struct Status: ParsableCommand {
     func run() throws {
         let status = try global.makeController().status()
         if json {
-            Output.json(.orderedObject([
-                ("service", .string(status.service.rawValue)),
-                ("signedIn", .bool(status.isSignedIn)),
-                ("user", .optional(status.user?.rawValue)),
-                ("name", .optional(status.isSignedIn ? status.name ?? "" : nil)),
-                ("signedInAt", .optional(status.signedInAt)),
-                ("sequence", .number(status.sequence)),
-                ("keyringLocked", .bool(status.keyringLocked)),
-                ("avatarURL", .optional(status.avatarURL)),
-            ]))
+            try Output.json(StatusDocument(status))
         } else if !quiet {
             let locked = status.keyringLocked ? " (keyring locked)" : ""
             if let user = status.user {
-                let name = status.name.map { $0.isEmpty ? "" : " (\($0))" } ?? ""
+                let name = status.reportedName.map { $0.isEmpty ? "" : " (\($0))" } ?? ""
                 let since = status.signedInAt.map { " since \($0)" } ?? ""
-                Output.line("Signed in to \(status.service) as \(user)\(name)\(since)\(locked)")
+                try Output.line("Signed in to \(status.service) as \(user)\(name)\(since)\(locked)")
             } else {
-                Output.line("Not signed in to \(status.service)\(locked)")
+                try Output.line("Not signed in to \(status.service)\(locked)")
             }
         }
         if !status.isSignedIn { throw ExitCode(1) }

@@ -26,6 +26,6 @@ struct Verify: ParsableCommand {
         }
         let outcome = try controller.verify(password)
         Output.warnings(outcome)
-        Output.line("Password verified.")
+        try Output.line("Password verified.")
     }
 }

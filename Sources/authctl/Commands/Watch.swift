@@ -1,8 +1,8 @@
 import ArgumentParser
 import AuthController
-import Foundation
+import SystemPackage
 
-struct Watch: ParsableCommand {
+struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a line for each login status change of the service, as it happens.",
         discussion: """
@@ -36,37 +36,22 @@ struct Watch: ParsableCommand {
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout takes a number of seconds greater than 0") }
     }
 
-    func run() throws {
+    func run() async throws {
         let controller = try global.makeController()
         try controller.checkSettings()
         // Subscribe before reading the current state, so no change falls in between.
         let listener = try LoginEventListener(service: controller.service)
-        let loop = WatchLoop(listener: listener, json: json, count: count, hook: command.map { EventHook(command: $0) })
-        var timer: DispatchWorkItem?
-        if let timeout {
-            let work = DispatchWorkItem { loop.end(.timedOut) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: work)
-            timer = work
+        let signals = ProcessSignal.deliveries(of: [.interrupt, .terminate])
+        let first = initial ? try controller.initialEvent() : nil
+        let loop = WatchLoop(json: json, count: count, hook: command.map { EventHook(command: $0) },
+                             environment: ProcessEnvironment.all)
+        let (ending, seen) = await loop.run(listener: listener, first: first, timeout: timeout, signals: signals)
+        switch ending {
+        case .failed(let error): throw error
+        case .writeFailed(let failure): throw failure
+        case .timedOut: if let count, seen < count { throw ExitCode(1) }
+        case .counted, .signalled, .readerGone, .listenerEnded: break
         }
-        defer { timer?.cancel() }
-        let signals = [SIGINT, SIGTERM].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { loop.end(.signalled) }
-            source.resume()
-            return source
-        }
-        defer { for source in signals { source.cancel() } }
-
-        if initial, try loop.handle(controller.initialEvent()) { return }
-        let finished = DispatchSemaphore(value: 0)
-        Task {
-            await loop.consume()
-            finished.signal()
-        }
-        finished.wait()
-        if let error = loop.failure { throw error }
-        if loop.ending == .timedOut, let count, loop.seen < count { throw ExitCode(1) }
     }
 
     static func text(_ event: LoginEvent) -> String {
@@ -75,70 +60,100 @@ struct Watch: ParsableCommand {
         let previous = event.previousUser.map { ", after \($0)" } ?? ""
         return "\(Timestamp.rfc3339(microseconds: event.timestamp)) \(event.service) \(event.status.rawValue) \(user)\(name) [\(event.reason.rawValue)\(previous)] #\(event.sequence)"
     }
-
-    static func json(_ event: LoginEvent) -> String {
-        JSON.orderedObject([
-            ("service", .string(event.service.rawValue)),
-            ("signedIn", .bool(event.isSignedIn)),
-            ("user", .optional(event.user?.rawValue)),
-            ("reason", .string(event.reason.rawValue)),
-            ("name", .string(event.name)),
-            ("timestamp", .string(Timestamp.rfc3339(microseconds: event.timestamp))),
-            ("sequence", .number(event.sequence)),
-        ]).serialized
-    }
 }
 
-/// The state of one `watch`: events are handled one at a time, in order, on one task; the
-/// timer and signal handlers only end it.
-private final class WatchLoop: @unchecked Sendable {
-    enum Ending { case counted, timedOut, signalled }
-
-    private let listener: LoginEventListener
-    private let json: Bool
-    private let count: Int?
-    private let hook: EventHook?
-    private let environment = ProcessInfo.processInfo.environment
-    private let lock = NSLock()
-    private var endingValue: Ending?
-    private(set) var seen = 0
-    private(set) var failure: AuthError?
-
-    init(listener: LoginEventListener, json: Bool, count: Int?, hook: EventHook?) {
-        self.listener = listener
-        self.json = json
-        self.count = count
-        self.hook = hook
+/// One `watch`, in structured concurrency: one task handles the events one at a time, in
+/// order (print, then run the hook); the timer, the signals and the reader of stdout only end
+/// it. Whatever ends first wins; the others are cancelled, the listener is stopped, and a
+/// running hook is stopped too unless `--count` was reached.
+private struct WatchLoop: Sendable {
+    enum Ending: Sendable {
+        case counted, timedOut, signalled, listenerEnded
+        /// Nobody reads stdout any more: a quiet end with 0 (SPEC §7.9).
+        case readerGone
+        case writeFailed(Output.WriteFailure)
+        case failed(AuthError)
     }
 
-    var ending: Ending? { lock.withLock { endingValue } }
-
-    func end(_ reason: Ending) {
-        lock.withLock { if endingValue == nil { endingValue = reason } }
-        listener.stop()
-        // A running --exec command must not keep a timed-out or interrupted watch alive.
-        if reason != .counted { hook?.terminate() }
+    /// What each task of the group reports.
+    private enum Report: Sendable {
+        /// The event task: how many events it handled, and why it stopped.
+        case handled(Int, Ending)
+        case ended(Ending)
+        /// A task that was cancelled before its ending came.
+        case cancelled
     }
 
-    /// Prints the event and runs the hook; returns whether watching is over (`--count` reached,
-    /// or ended by a timeout or signal, after which buffered events are dropped).
-    func handle(_ event: LoginEvent) throws(AuthError) -> Bool {
-        if ending != nil { return true }
-        Output.line(json ? Watch.json(event) : Watch.text(event))
-        if let hook { _ = try hook.run(for: event, environment: environment) }
-        seen += 1
-        return count.map { seen >= $0 } ?? false
-    }
+    let json: Bool
+    let count: Int?
+    let hook: EventHook?
+    let environment: [String: String]
 
-    func consume() async {
-        do throws(AuthError) {
-            for await event in listener.events where try handle(event) {
-                end(.counted)
-                break
+    /// Returns why watching ended and how many events were handled.
+    func run(listener: LoginEventListener, first: LoginEvent?, timeout: Double?,
+             signals: AsyncStream<ProcessSignal>) async -> (Ending, seen: Int) {
+        await withTaskGroup(of: Report.self) { group in
+            group.addTask { await handleEvents(first: first, then: listener.events) }
+            if let timeout {
+                group.addTask {
+                    do { try await Task.sleep(for: .seconds(timeout)) } catch { return .cancelled }
+                    return .ended(.timedOut)
+                }
             }
-        } catch {
-            failure = error
-            listener.stop()
+            group.addTask {
+                for await _ in signals { return .ended(.signalled) }
+                return .cancelled
+            }
+            group.addTask {
+                await FileDescriptor.standardOutput.readerGone()
+                return Task.isCancelled ? .cancelled : .ended(.readerGone)
+            }
+            var ending: Ending?
+            var seen = 0
+            while let report = await group.next() {
+                switch report {
+                case .handled(let count, let reason):
+                    seen = count
+                    if ending == nil { ending = reason }
+                case .ended(let reason):
+                    if ending == nil { ending = reason }
+                case .cancelled:
+                    continue
+                }
+                guard let ending else { continue }
+                if case .counted = ending {} else {
+                    // A running --exec command must not keep an ended watch alive.
+                    hook?.terminate()
+                }
+                listener.stop()
+                group.cancelAll()
+            }
+            return (ending ?? .listenerEnded, seen)
         }
+    }
+
+    /// Prints each event and runs the hook, until `--count` is reached, the listener ends, or
+    /// the task is cancelled (events still buffered are then dropped).
+    private func handleEvents(first: LoginEvent?, then events: AsyncStream<LoginEvent>) async -> Report {
+        var seen = 0
+        func handle(_ event: LoginEvent) async -> Ending? {
+            if Task.isCancelled { return .listenerEnded }
+            do {
+                if json { try Output.json(EventDocument(event)) } else { try Output.line(Watch.text(event)) }
+            } catch {
+                return error.readerGone ? .readerGone : .writeFailed(error)
+            }
+            if let hook {
+                do { _ = try await hook.run(for: event, environment: environment) } catch { return .failed(error) }
+            }
+            seen += 1
+            if let count, seen >= count { return .counted }
+            return nil
+        }
+        if let first, let ending = await handle(first) { return .handled(seen, ending) }
+        for await event in events {
+            if let ending = await handle(event) { return .handled(seen, ending) }
+        }
+        return .handled(seen, .listenerEnded)
     }
 }

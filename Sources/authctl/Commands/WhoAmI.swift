@@ -16,16 +16,12 @@ struct WhoAmI: ParsableCommand {
     func run() throws {
         let status = try global.makeController().status()
         if json {
-            Output.json(.orderedObject([
-                ("service", .string(status.service.rawValue)),
-                ("user", .optional(status.user?.rawValue)),
-                ("name", .optional(status.isSignedIn ? status.name ?? "" : nil)),
-            ]))
+            try Output.json(WhoAmIDocument(status))
         }
         guard let user = status.user else {
             if !json { Output.diagnostic("nobody is signed in to \(status.service)") }
             throw ExitCode(1)
         }
-        if !json { Output.line(user.rawValue) }
+        if !json { try Output.line(user.rawValue) }
     }
 }

@@ -1,17 +1,12 @@
 import AuthController
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemPackage
 
 /// Reads passwords: from the terminal with echo off, or from standard input to end of file.
 /// Never from an argument.
 enum PasswordReader {
-    /// Whether standard input is a terminal.
-    static var standardInputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
-
     /// Fails with exit 64 unless a password source exists.
     static func requireSource(passwordStdin: Bool) throws(AuthError) {
-        guard passwordStdin || standardInputIsTerminal else {
+        guard passwordStdin || Terminal.standardInput.isTerminal else {
             throw .usage("standard input is not a terminal; pipe the password in and pass --password-stdin")
         }
     }
@@ -32,15 +27,16 @@ enum PasswordReader {
         let capacity = Password.maximumLength + 3
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)
         defer {
-            explicit_bzero(buffer.baseAddress!, capacity)
+            Memory.wipe(buffer)
             buffer.deallocate()
         }
         var length = 0
         while length < capacity {
-            let count = Glibc.read(STDIN_FILENO, buffer.baseAddress! + length, capacity - length)
-            if count == -1 {
-                if errno == EINTR { continue }
-                throw .invalidInput("cannot read the password from standard input: \(String(cString: strerror(errno)))")
+            let count: Int
+            do {
+                count = try FileDescriptor.standardInput.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[length...]))
+            } catch {
+                throw .invalidInput("cannot read the password from standard input: \(error)")
             }
             if count == 0 { break }
             length += count
@@ -52,32 +48,28 @@ enum PasswordReader {
         return try Password(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
     }
 
-    /// One line from the terminal with echo off; the prompt goes to stderr.
+    /// One line from the terminal with echo off; the prompt goes to stderr. A signal during
+    /// the prompt restores the echo before it ends the process (see `Terminal`).
     private static func readTerminal(prompt: String) throws(AuthError) -> Password {
-        var saved = termios()
-        guard tcgetattr(STDIN_FILENO, &saved) == 0 else {
+        let line = Terminal.standardInput.withEchoDisabled { () -> [UInt8] in
+            Output.prompt(prompt)
+            defer { Output.prompt("\n") }
+            var line: [UInt8] = []
+            line.reserveCapacity(Password.maximumLength + 2)
+            var byte: UInt8 = 0
+            while true {
+                // End of file or an error ends the line as Enter does; the length rules judge it.
+                let count = (try? withUnsafeMutableBytes(of: &byte) { try FileDescriptor.standardInput.read(into: $0) }) ?? 0
+                if count <= 0 || byte == UInt8(ascii: "\n") { break }
+                if line.count <= Password.maximumLength { line.append(byte) }
+            }
+            return line
+        }
+        guard var line else {
             throw .usage("cannot switch the terminal's echo off; pass --password-stdin and pipe the password in")
         }
-        var silent = saved
-        silent.c_lflag &= ~tcflag_t(ECHO)
-        silent.c_lflag |= tcflag_t(ICANON)
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
-        defer {
-            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
-            _ = Glibc.write(STDERR_FILENO, "\n", 1)
-        }
-        _ = prompt.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
-        var line: [UInt8] = []
-        line.reserveCapacity(Password.maximumLength + 1)
-        var byte: UInt8 = 0
-        while true {
-            let count = Glibc.read(STDIN_FILENO, &byte, 1)
-            if count == -1 && errno == EINTR { continue }
-            if count <= 0 || byte == UInt8(ascii: "\n") { break }
-            if line.count <= Password.maximumLength { line.append(byte) }
-        }
+        defer { line.withUnsafeMutableBytes { Memory.wipe($0) } }
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
-        defer { line.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
         let result = line.withUnsafeBytes { bytes in Result { () throws(AuthError) in try Password(bytes: bytes) } }
         return try result.get()
     }

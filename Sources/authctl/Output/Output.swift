@@ -1,33 +1,63 @@
 import AuthController
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemPackage
 
 /// The one place that writes to stdout and stderr and turns errors into exit statuses.
 enum Output {
-    /// A line meant for people (or for `--json`, the document), on stdout, flushed at once.
-    /// Control characters (which no valid account id or name holds, but a message from GLib or
-    /// a spoofed signal may) are escaped, so one line stays one line.
-    static func line(_ text: String) {
-        write(STDOUT_FILENO, escapingControlCharacters(text) + "\n")
+    /// Standard output could not be written: exit 74 (SPEC §7.10), except that `watch` ends
+    /// quietly with 0 when its reader went away (§7.9).
+    struct WriteFailure: Error, Sendable {
+        let errno: Errno
+        /// The reading end of the pipe was closed (`authctl watch | head -n 1`).
+        var readerGone: Bool { errno == .brokenPipe }
+    }
+
+    /// A line meant for people on stdout, written at once. Control characters (which no valid
+    /// account id or name holds, but a message from GLib or a spoofed signal may) are escaped,
+    /// so one line stays one line.
+    static func line(_ text: String) throws(WriteFailure) {
+        try write(.standardOutput, escapingControlCharacters(text) + "\n")
     }
 
     /// Help or version text: several lines, written as they are.
-    static func help(_ text: String) {
-        write(STDOUT_FILENO, text + "\n")
+    static func help(_ text: String) throws(WriteFailure) {
+        try write(.standardOutput, text + "\n")
+    }
+
+    /// A `--json` document on one line of stdout. Every JSON output goes through here, with
+    /// one encoder (keys in SPEC order, absent values `null`, control characters escaped).
+    static func json(_ document: some Encodable) throws(WriteFailure) {
+        let text: String
+        do {
+            text = try JSONLineEncoder().encode(document)
+        } catch {
+            preconditionFailure("Output.json: \(type(of: document)) cannot be encoded: \(error)")
+        }
+        try write(.standardOutput, text + "\n")
+    }
+
+    /// A password prompt on stderr, without a line break.
+    static func prompt(_ text: String) {
+        try? write(.standardError, escapingControlCharacters(text))
     }
 
     /// A one-line diagnostic on stderr: `authctl: TEXT`. Control characters are escaped so
-    /// that no input can break the line.
+    /// that no input can break the line. If stderr cannot be written either, there is nobody
+    /// left to tell.
     static func diagnostic(_ text: String) {
-        write(STDERR_FILENO, "authctl: " + escapingControlCharacters(text) + "\n")
+        try? write(.standardError, "authctl: " + escapingControlCharacters(text) + "\n")
     }
 
     /// Prints the error and exits with its status.
     static func fail(_ error: AuthError) -> Never {
         diagnostic(error.message)
-        if let detail = error.detail, environment("AUTHCTL_DEBUG") != nil { diagnostic("detail: \(detail)") }
-        exit(error.exitCode)
+        if let detail = error.detail, ProcessEnvironment.value("AUTHCTL_DEBUG") != nil { diagnostic("detail: \(detail)") }
+        ProcessEnvironment.exit(error.exitCode)
+    }
+
+    /// Reports that stdout could not be written and exits 74.
+    static func fail(_ failure: WriteFailure) -> Never {
+        diagnostic("cannot write to standard output: \(failure.errno.description)")
+        ProcessEnvironment.exit(74)
     }
 
     /// Prints warnings of a change on stderr.
@@ -35,22 +65,15 @@ enum Output {
         for warning in outcome.warnings { diagnostic(warning) }
     }
 
-    /// Prints a JSON document on one line.
-    static func json(_ value: JSON) {
-        line(value.serialized)
-    }
-
-    /// Writes to a descriptor without buffering, so lines appear in order across both streams.
-    private static func write(_ descriptor: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if count <= 0 {
-                if count == -1 && errno == EINTR { continue }
-                return  // a closed pipe: nobody is reading
-            }
-            offset += count
+    /// Writes every byte at once, without buffering, so lines appear in order across both
+    /// streams. SIGPIPE is ignored (see `Authctl.main`), so a closed pipe is `EPIPE` here.
+    private static func write(_ descriptor: FileDescriptor, _ text: String) throws(WriteFailure) {
+        do {
+            _ = try descriptor.writeAll(text.utf8)
+        } catch let errno as Errno {
+            throw WriteFailure(errno: errno)
+        } catch {
+            throw WriteFailure(errno: .ioError)
         }
     }
 
@@ -65,11 +88,4 @@ enum Output {
         }
         return result
     }
-}
-
-/// The value of an environment variable; `nil` when unset or empty.
-func environment(_ name: String) -> String? {
-    guard let value = getenv(name) else { return nil }
-    let text = String(cString: value)
-    return text.isEmpty ? nil : text
 }

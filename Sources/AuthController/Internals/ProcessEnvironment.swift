@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// What this process was started with: its environment, its user's passwd entry, and the way
+/// out. The library itself never reads these; the command line does, through here.
+public enum ProcessEnvironment {
+    /// The value of an environment variable; `nil` when it is unset or empty.
+    /// The corresponding C function is `getenv`.
+    public static func value(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+
+    /// Every environment variable (`NAME=value` entries without `=` are skipped; the first of a
+    /// repeated name wins, as `getenv` finds it). The corresponding C variable is `environ`.
+    public static var all: [String: String] {
+        var variables: [String: String] = [:]
+        var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
+        guard var entry else { return variables }
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "="), variables[String(text[..<equals])] == nil {
+                variables[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        return variables
+    }
+
+    /// The effective user's entry in the passwd database.
+    public struct PasswdEntry: Sendable, Equatable {
+        /// The login name.
+        public var name: String
+        /// The first comma-separated field of GECOS (the real name), `nil` when empty.
+        public var realName: String?
+        /// The home directory.
+        public var homeDirectory: String
+    }
+
+    /// The effective user's passwd entry, or `nil` when there is none.
+    /// The corresponding C functions are `geteuid` and `getpwuid`.
+    public static var currentUser: PasswdEntry? {
+        guard let entry = getpwuid(geteuid()) else { return nil }
+        let gecos = entry.pointee.pw_gecos.map { String(cString: $0) } ?? ""
+        let realName = gecos.split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return PasswdEntry(name: entry.pointee.pw_name.map { String(cString: $0) } ?? "",
+                           realName: realName.isEmpty ? nil : realName,
+                           homeDirectory: entry.pointee.pw_dir.map { String(cString: $0) } ?? "/")
+    }
+
+    /// Ends the process with `status`, running `atexit` handlers.
+    /// The corresponding C function is `exit`.
+    public static func exit(_ status: Int32) -> Never {
+        Glibc.exit(status)
+    }
+}

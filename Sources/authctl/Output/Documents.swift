@@ -1,0 +1,113 @@
+import AuthController
+
+// The `--json` documents of SPEC §6, one type each, all printed by `Output.json`. Absent
+// values are `null`, never left out: see `Nullable`.
+
+/// `status --json`.
+struct StatusDocument: Encodable {
+    var service: String
+    var signedIn: Bool
+    @Nullable var user: String?
+    @Nullable var name: String?
+    @Nullable var signedInAt: String?
+    var sequence: UInt64
+    var keyringLocked: Bool
+    @Nullable var avatarURL: String?
+
+    init(_ status: LoginStatus) {
+        service = status.service.rawValue
+        signedIn = status.isSignedIn
+        user = status.user?.rawValue
+        name = status.reportedName
+        signedInAt = status.signedInAt
+        sequence = status.sequence
+        keyringLocked = status.keyringLocked
+        avatarURL = status.avatarURL
+    }
+}
+
+/// `whoami --json`.
+struct WhoAmIDocument: Encodable {
+    var service: String
+    @Nullable var user: String?
+    @Nullable var name: String?
+
+    init(_ status: LoginStatus) {
+        service = status.service.rawValue
+        user = status.user?.rawValue
+        name = status.reportedName
+    }
+}
+
+/// One element of the `accounts --json` array.
+struct AccountDocument: Encodable {
+    var user: String
+    var current: Bool
+
+    init(_ account: Account) {
+        user = account.id.rawValue
+        current = account.isCurrent
+    }
+}
+
+/// `doctor --json`.
+struct DoctorDocument: Encodable {
+    struct Check: Encodable {
+        var name: String
+        var ok: Bool
+        var detail: String
+        @Nullable var fix: String?
+    }
+
+    var ok: Bool
+    var checks: [Check]
+
+    init(_ checks: [Doctor.Check]) {
+        ok = checks.allSatisfy(\.ok)
+        self.checks = checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail, fix: $0.fix) }
+    }
+}
+
+/// One line of `watch --json`.
+struct EventDocument: Encodable {
+    var service: String
+    var signedIn: Bool
+    @Nullable var user: String?
+    var reason: String
+    var name: String
+    /// RFC 3339, UTC.
+    var timestamp: String
+    var sequence: UInt64
+
+    init(_ event: LoginEvent) {
+        service = event.service.rawValue
+        signedIn = event.isSignedIn
+        user = event.user?.rawValue
+        reason = event.reason.rawValue
+        name = event.name
+        timestamp = Timestamp.rfc3339(microseconds: event.timestamp)
+        sequence = event.sequence
+    }
+}
+
+/// An optional that is encoded as `null` when absent. The synthesised `Encodable` of a plain
+/// optional property calls `encodeIfPresent`, which leaves the key out; SPEC §6 wants the key.
+@propertyWrapper
+struct Nullable<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
+extension LoginStatus {
+    /// The display name as `status` and `whoami` report it: empty rather than unknown while
+    /// someone is signed in, `nil` when nobody is.
+    var reportedName: String? { isSignedIn ? name ?? "" : nil }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+extension Scenario {
+    /// The scenario's environment plus `AUTHCTL`, the path of the built binary, for scripts
+    /// that need a shell: redirections (`>/dev/full`) and pipelines (`| head -n 1`).
+    var shellEnvironment: Scenario {
+        var scenario = self
+        scenario.extraEnvironment["AUTHCTL"] = Scenario.binary
+        return scenario
+    }
+
+    /// Runs `script` with `/bin/sh -c` in this scenario's environment.
+    func shell(_ script: String, timeout: Double = 60) throws -> Run {
+        try runProcess("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment, timeout: timeout)
+    }
+
+    /// Starts `script` with `/bin/sh -c` without waiting for it.
+    func startShell(_ script: String) throws -> Spawned {
+        try Spawned("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment)
+    }
+}
+
+/// Waits until `condition` holds, checking every few milliseconds, at most `timeout` seconds;
+/// returns whether it held.
+func eventually(timeout: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+    let giveUp = Date().addingTimeInterval(timeout)
+    while Date() < giveUp {
+        if try condition() { return true }
+        usleep(5_000)  // polling a condition with a deadline
+    }
+    return try condition()
+}
