@@ -17,7 +17,8 @@ struct SignOut: ParsableCommand {
         let controller = try global.makeController()
         let outcome = try controller.signOut(keepingCredentials: keepCredentials)
         Output.warnings(outcome)
-        for event in outcome.events {
+        // A stale session ended on the way (reason `removed`) is told on stderr, not as a sign-out.
+        for event in outcome.events where event.reason == .signOut {
             try Output.line("Signed out of \(controller.service): \(event.user?.rawValue ?? "").")
         }
     }

@@ -93,7 +93,7 @@ private struct WatchLoop: Sendable {
     func run(listener: LoginEventListener, first: LoginEvent?, timeout: Double?,
              signals: AsyncStream<ProcessSignal>) async -> (Ending, seen: Int) {
         await withTaskGroup(of: Report.self) { group in
-            group.addTask { await handleEvents(first: first, then: listener.events) }
+            group.addTask { await handleEvents(first: first, from: listener) }
             if let timeout {
                 group.addTask {
                     do { try await Task.sleep(for: .seconds(timeout)) } catch { return .cancelled }
@@ -134,7 +134,7 @@ private struct WatchLoop: Sendable {
 
     /// Prints each event and runs the hook, until `--count` is reached, the listener ends, or
     /// the task is cancelled (events still buffered are then dropped).
-    private func handleEvents(first: LoginEvent?, then events: AsyncStream<LoginEvent>) async -> Report {
+    private func handleEvents(first: LoginEvent?, from listener: LoginEventListener) async -> Report {
         var seen = 0
         func handle(_ event: LoginEvent) async -> Ending? {
             if Task.isCancelled { return .listenerEnded }
@@ -151,9 +151,10 @@ private struct WatchLoop: Sendable {
             return nil
         }
         if let first, let ending = await handle(first) { return .handled(seen, ending) }
-        for await event in events {
+        for await event in listener.events {
             if let ending = await handle(event) { return .handled(seen, ending) }
         }
-        return .handled(seen, .listenerEnded)
+        // The stream ended without a stop: the bus went away (SPEC §7.9, exit 69).
+        return .handled(seen, listener.failure.map(Ending.failed) ?? .listenerEnded)
     }
 }

@@ -1,0 +1,156 @@
+import AuthController
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Unix socket that accepts connections and never answers: a hung or mute session bus.
+final class MuteBus: @unchecked Sendable {
+    // Sendable: `path` and `descriptor` never change after init; the accepting thread only
+    // appends to `held`, which nothing else reads.
+    let path: String
+    private let descriptor: Int32
+    private var held: [Int32] = []
+
+    init(in directory: String) throws {
+        path = directory + "/mute-bus-" + UUID().uuidString.prefix(8)
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0 && listen(descriptor, 16) == 0, "cannot listen on \(path)")
+        let listening = descriptor
+        Thread.detachNewThread { [self] in
+            while true {
+                let connection = accept(listening, nil, nil)
+                if connection < 0 { return }
+                held.append(connection)  // kept open, never read: the peer waits forever
+            }
+        }
+    }
+
+    var address: String { "unix:path=\(path)" }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+        unlink(path)
+    }
+}
+
+@Suite("Bus faults (SPEC §7.1, §7.9)")
+struct BusFaultTests {
+    @Test("the session bus going away under watch: exit 69 within 1 s, one line saying so")
+    func busGoesAway() throws {
+        let sandbox = try DesktopSandbox()
+        let scenario = try Scenario(sandbox: sandbox)
+        let watch = try scenario.start(["watch", "--initial"])
+        #expect(watch.waitForLines(1).count == 1)
+        sandbox.stop()
+        let stopped = Date()
+        let run = watch.wait(timeout: 10)
+        let seconds = Date().timeIntervalSince(stopped)
+        #expect(run.status == 69 && seconds < 1, "\(run) after \(seconds) s")
+        #expect(run.stderr.hasPrefix("authctl: the session bus went away") && run.stderr.split(separator: "\n").count == 1, "\(run)")
+    }
+
+    @Test("a mute session bus: 75 saying the bus did not answer within the deadline; doctor ends within 5 s")
+    func muteBus() throws {
+        let sandbox = try SharedSandbox.get()
+        let mute = try MuteBus(in: sandbox.directory)
+        var scenario = try Scenario(sandbox: sandbox)
+        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = mute.address
+        var run = try scenario.authctl("--keyring-timeout", "1", "status")
+        #expect(run.status == 75 && run.stderr == "authctl: the session bus did not answer within 1 s; try again, or raise --keyring-timeout\n"
+                && run.seconds < 4, "\(run)")
+        run = try scenario.authctl("doctor")
+        #expect(run.status == 75 && run.seconds < 5, "\(run)")
+        #expect(run.stdout.contains("fail session-bus"), "\(run)")
+        run = try scenario.authctl("watch", "--timeout", "10")
+        #expect(run.status == 75 && run.seconds < 8 && run.stderr.contains("did not answer"), "\(run)")
+    }
+
+    @Test("a keyring deadline too short for a live bus is 75, not \"no session bus\"")
+    func tinyKeyringTimeout() throws {
+        let scenario = try Scenario()
+        let run = try scenario.authctl("--keyring-timeout", "0.000001", "status")
+        #expect(run.status == 75 && run.stderr.contains("did not answer within"), "\(run)")
+    }
+}
+
+@Suite("Stale state and exact ids against the real keyring")
+struct KeyringStateTests {
+    @Test("an item removed behind authctl's back: status says 1; the next sign-out emits one `removed` event")
+    func removedBehindItsBack() async throws {
+        let scenario = try Scenario()
+        try scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        let cleared = try scenario.secretTool("clear", "service", scenario.service, "account", "alice")
+        #expect(cleared.status == 0, "\(cleared)")
+        try scenario.authctl("status").status.expect(1)
+        let listener = try scenario.listener()
+        let run = try scenario.authctl("sign-out")
+        #expect(run.status == 0 && run.stdout.isEmpty && run.stderr == "authctl: alice was already signed out of \(scenario.service): its keyring item is gone\n", "\(run)")
+        let events = try await collect(1, from: listener)
+        #expect(events.map(\.reason) == [.removed] && events.first?.user?.rawValue == "alice" && events.first?.sequence == 2)
+        let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
+        #expect(!settings.contains("user="), "\(settings)")
+    }
+
+    @Test("NFC é and NFD e+U+0301 are two accounts: forgetting one leaves the other signed in")
+    func exactIDs() throws {
+        let scenario = try Scenario()
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        try scenario.authctl("sign-in", decomposed, "--password-stdin", stdin: "pw1").status.expect(0)
+        try scenario.authctl("sign-in", composed, "--password-stdin", stdin: "pw2").status.expect(0)
+        try scenario.authctl("forget", decomposed).status.expect(0)
+        let who = try scenario.authctl("whoami")
+        #expect(who.status == 0 && Array(who.output.utf8) == Array(composed.utf8), "\(who)")
+        let accounts = try scenario.authctl("accounts")
+        #expect(Array(accounts.stdout.utf8) == Array("* \(composed)\n".utf8), "\(accounts)")
+    }
+
+    @Test("duplicate items another tool left are listed once")
+    func duplicateItems() throws {
+        let scenario = try Scenario()
+        for label in ["one", "two"] {
+            // Different labels and schema attributes make secret-tool create two items for one pair.
+            let stored = try scenario.secretTool("store", "--label", label, "service", scenario.service, "account", "dup", "copy", label,
+                                                 stdin: "x")
+            #expect(stored.status == 0, "\(stored)")
+        }
+        let run = try scenario.authctl("accounts")
+        #expect(run.status == 0 && run.stdout == "  dup\n", "\(run)")
+    }
+
+    @Test("a sequence at its limit: reads are 78; sign-in replaces the file; one below, a switch that cannot be numbered is 78 and stores nothing")
+    func sequenceAtItsLimit() throws {
+        let scenario = try Scenario()
+        try scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        let original = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
+        func write(_ sequence: String) throws -> String {
+            let text = original.replacingOccurrences(of: "sequence=1", with: "sequence=\(sequence)")
+            try text.write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
+            chmod(scenario.settingsFile, 0o600)
+            return text
+        }
+        var text = try write("18446744073709551614")
+        var run = try scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "pw")
+        #expect(run.status == 78 && run.stderr.contains("at its limit") && run.stderr.split(separator: "\n").count == 1, "\(run)")
+        #expect(try scenario.secretTool("lookup", "service", scenario.service, "account", "bob").stdout.isEmpty)
+        #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == text)
+
+        text = try write("18446744073709551615")
+        run = try scenario.authctl("status")
+        #expect(run.status == 78 && run.stderr.contains(scenario.settingsFile) && run.stderr.contains("cannot be incremented"), "\(run)")
+        #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == text)
+        run = try scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "pw")
+        #expect(run.status == 0 && run.stderr.contains("settings.ini.corrupt"), "\(run)")
+        #expect(try String(contentsOfFile: scenario.settingsFile + ".corrupt", encoding: .utf8) == text)
+    }
+}
