@@ -10,6 +10,9 @@ let package = Package(
     name: "authctl",
     products: [
         .library(name: "AuthController", targets: ["AuthController"]),
+        // In-memory twins of the keyring, settings and broadcaster, for tests of code that uses
+        // the library (as swift-log ships InMemoryLogging).
+        .library(name: "AuthControllerTesting", targets: ["AuthControllerTesting"]),
         .executable(name: "authctl", targets: ["authctl"]),
     ],
     dependencies: [
@@ -32,6 +35,11 @@ let package = Package(
             dependencies: ["CLibsecret", "CArgon2", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "AuthControllerTesting",
+            dependencies: ["AuthController"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "authctl",
             dependencies: [
@@ -48,12 +56,12 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthControllerTests",
-            dependencies: ["AuthController"],
+            dependencies: ["AuthController", "AuthControllerTesting"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AuthController", "authctl"],
+            dependencies: ["AuthController", "AuthControllerTesting", "authctl"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,4 +1,5 @@
 import AuthController
+import AuthControllerTesting
 import Foundation
 import Testing
 

@@ -86,9 +86,6 @@ final class SessionBus: Sendable {
 
     static let noSessionBusAdvice = "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`"
 
-    /// The keyring is locked and no prompt may be shown.
-    static let locked = AuthError.unavailable(
-        "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or run in a desktop session without --no-prompt")
 
     /// The one mapping from a GLib error to an ``AuthError``: what a deadline, a missing bus,
     /// a missing Secret Service, a peer that went away or a locked collection becomes.
@@ -120,7 +117,7 @@ final class SessionBus: Sendable {
             return .temporaryFailure("could not \(what): the \(peer == .bus ? "session bus" : "Secret Service") went away mid-call; nothing was changed — try again",
                                      detail: detail)
         }
-        if error.remoteName == "org.freedesktop.Secret.Error.IsLocked" { return locked }
+        if error.remoteName == "org.freedesktop.Secret.Error.IsLocked" { return .keyringLocked }
         return .unavailable("could not \(what): \(error.message)", detail: detail)
     }
 }

@@ -42,7 +42,7 @@ public struct SecretServiceStore: SecretStore {
         let found = try search(service, account)
         guard let path = found.unlocked.first else {
             if found.locked.isEmpty { return nil }
-            throw SessionBus.locked  // in another, locked collection
+            throw .keyringLocked  // in another, locked collection
         }
         let bytes = try bus.call("read the password hash", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.secret(connection, item: path, deadline)
@@ -83,11 +83,11 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
-        if try isLocked() { throw Self.lockedForListing }
+        if try isLocked() { throw .keyringLockedForListing }
         let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.searchItems(connection, attributes: ["service": service.rawValue], deadline)
         }
-        if !found.locked.isEmpty { throw Self.lockedForListing }
+        if !found.locked.isEmpty { throw .keyringLockedForListing }
         let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked, deadline)
         }
@@ -106,8 +106,6 @@ public struct SecretServiceStore: SecretStore {
 
     private static let noDefaultCollection = AuthError.unavailable(
         "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run in `authctl sandbox`")
-    private static let lockedForListing = AuthError.unavailable(
-        "the keyring is locked, so account ids cannot be listed; unlock the login keyring (e.g. in Seahorse) and try again")
 
     private static func attributes(_ service: ServiceName, _ account: AccountID) -> KeyValuePairs<String, String> {
         ["service": service.rawValue, "account": account.rawValue]
@@ -136,11 +134,11 @@ public struct SecretServiceStore: SecretStore {
         }
         guard let collection else { throw Self.noDefaultCollection }
         guard try isLocked() else { return collection }
-        guard promptAllowed else { throw SessionBus.locked }
+        guard promptAllowed else { throw .keyringLocked }
         let unlocked = try bus.call("unlock the keyring", timeout: promptTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.unlock(connection, object: collection, deadline)
         }
-        guard unlocked else { throw .denied("the keyring unlock prompt was dismissed; the keyring stays locked") }
+        guard unlocked else { throw .unlockDismissed }
         return collection
     }
 }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Where the password hashes live: one secret per (service, account).
 public protocol SecretStore: Sendable {
     /// Whether an item for `account` exists. Never unlocks, never prompts, loads no secret:
@@ -30,57 +28,13 @@ public protocol SecretStore: Sendable {
     func accounts(service: ServiceName) throws(AuthError) -> [AccountID]
 }
 
-/// A ``SecretStore`` in memory, for tests: lockable, and able to fail on demand.
-public final class InMemorySecretStore: SecretStore {
-    private struct State {
-        var secrets: [ServiceName: [AccountID: String]] = [:]
-        var locked = false
-        var failure: AuthError?
-    }
-
-    private let state = Mutex(State())
-
-    public init() {}
-
-    /// Locks or unlocks the store. While locked, reads that may unlock fail with "locked".
-    public func setLocked(_ locked: Bool) { state.withLock { $0.locked = locked } }
-
-    /// Makes every later call throw `failure` (or work again with `nil`).
-    public func failCalls(with failure: AuthError?) { state.withLock { $0.failure = failure } }
-
-    private func access<T>(needsUnlock: Bool, _ body: (inout State) throws(AuthError) -> T) throws(AuthError) -> T {
-        try state.withLock { (state) throws(AuthError) -> T in
-            if let failure = state.failure { throw failure }
-            if needsUnlock && state.locked { throw .unavailable("the keyring is locked") }
-            return try body(&state)
-        }
-    }
-
-    public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
-        try access(needsUnlock: false) { $0.secrets[service]?[account] != nil }
-    }
-
-    public func isLocked() throws(AuthError) -> Bool {
-        try access(needsUnlock: false) { $0.locked }
-    }
-
-    public func unlock() throws(AuthError) {
-        try access(needsUnlock: true) { _ in }
-    }
-
-    public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
-        try access(needsUnlock: true) { $0.secrets[service]?[account] }
-    }
-
-    public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
-        try access(needsUnlock: true) { $0.secrets[service, default: [:]][account] = secret }
-    }
-
-    public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
-        try access(needsUnlock: true) { $0.secrets[service]?.removeValue(forKey: account) != nil }
-    }
-
-    public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
-        try access(needsUnlock: true) { Array(($0.secrets[service] ?? [:]).keys) }
-    }
+extension AuthError {
+    /// The keyring is locked and no unlock prompt may be shown (exit 69).
+    public static let keyringLocked = AuthError.unavailable(
+        "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or run in a desktop session without --no-prompt")
+    /// Account ids cannot be listed from a locked keyring (exit 69).
+    public static let keyringLockedForListing = AuthError.unavailable(
+        "the keyring is locked, so account ids cannot be listed; unlock the login keyring (e.g. in Seahorse) and try again")
+    /// The unlock prompt was shown and dismissed (exit 77).
+    public static let unlockDismissed = AuthError.denied("the keyring unlock prompt was dismissed; the keyring stays locked")
 }

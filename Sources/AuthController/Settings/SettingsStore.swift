@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Who is signed in to one service, as the settings file records it.
 public struct SessionRecord: Equatable, Sendable {
     /// The signed-in account, or `nil` when nobody is.
@@ -46,54 +44,4 @@ public protocol SettingsStore: Sendable {
 
     /// Runs `body` holding the exclusive settings lock, waited for at most a few seconds (75).
     func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T
-}
-
-/// A ``SettingsStore`` in memory, for tests; can be made corrupt or failing.
-public final class InMemorySettingsStore: SettingsStore {
-    private struct State {
-        var records: [ServiceName: SessionRecord] = [:]
-        var corruption: String?
-        var saveFailure: AuthError?
-        var saves = 0
-    }
-
-    private let state = Mutex(State())
-    private let lock = Mutex(())
-
-    public init() {}
-
-    /// Makes the store read as corrupt until the next save.
-    public func makeCorrupt(_ reason: String) { state.withLock { $0.corruption = reason } }
-
-    /// Makes every later save throw `failure` (or succeed again with `nil`).
-    public func failSaves(with failure: AuthError?) { state.withLock { $0.saveFailure = failure } }
-
-    /// How many saves succeeded.
-    public var saveCount: Int { state.withLock { $0.saves } }
-
-    public func read(service: ServiceName) throws(AuthError) -> SettingsRead {
-        state.withLock { state in
-            if let corruption = state.corruption { return SettingsRead(record: SessionRecord(), corruption: corruption) }
-            return SettingsRead(record: state.records[service] ?? SessionRecord())
-        }
-    }
-
-    public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
-        try state.withLock { (state) throws(AuthError) -> String? in
-            if let failure = state.saveFailure { throw failure }
-            var copy: String?
-            if state.corruption != nil {
-                state.records = [:]
-                state.corruption = nil
-                copy = "memory:settings.ini.corrupt"
-            }
-            state.records[service] = record
-            state.saves += 1
-            return copy
-        }
-    }
-
-    public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
-        try lock.withLock { (_) throws(AuthError) -> T in try body() }
-    }
 }

@@ -1,0 +1,88 @@
+public import AuthController
+import Synchronization
+
+/// A ``SecretStore`` in memory, for tests. It keeps the real store's contract (the contract
+/// suite runs against both): reads that need no secret work while locked; a read of a secret,
+/// a store or a delete unlocks first — through the "prompt", when prompts are allowed, which
+/// unlocks or is dismissed as the test says; listing a locked store fails. It can also be told
+/// to fail every call.
+public final class InMemorySecretStore: SecretStore {
+    /// What the unlock prompt does, when the store is locked and may prompt.
+    public enum PromptAnswer: Sendable {
+        case unlock, dismiss
+    }
+
+    private struct State {
+        var secrets: [ServiceName: [AccountID: String]] = [:]
+        var locked = false
+        var failure: AuthError?
+        var prompts = 0
+    }
+
+    private let state = Mutex(State())
+    /// Whether the unlock prompt may be shown (as `SecretServiceStore.promptAllowed`).
+    public let promptAllowed: Bool
+    /// What the prompt does when shown.
+    public let promptAnswer: PromptAnswer
+
+    public init(promptAllowed: Bool = false, promptAnswer: PromptAnswer = .unlock) {
+        self.promptAllowed = promptAllowed
+        self.promptAnswer = promptAnswer
+    }
+
+    /// Locks or unlocks the store.
+    public func setLocked(_ locked: Bool) { state.withLock { $0.locked = locked } }
+
+    /// Makes every later call throw `failure` (or work again with `nil`).
+    public func failCalls(with failure: AuthError?) { state.withLock { $0.failure = failure } }
+
+    /// How many times the unlock prompt was shown.
+    public var promptCount: Int { state.withLock { $0.prompts } }
+
+    /// Runs `body` on the state; `unlocking` first unlocks as the real store would.
+    private func access<T>(unlocking: Bool, _ body: (inout State) throws(AuthError) -> T) throws(AuthError) -> T {
+        try state.withLock { (state) throws(AuthError) -> T in
+            if let failure = state.failure { throw failure }
+            if unlocking && state.locked {
+                guard promptAllowed else { throw .keyringLocked }
+                state.prompts += 1
+                guard promptAnswer == .unlock else { throw .unlockDismissed }
+                state.locked = false
+            }
+            return try body(&state)
+        }
+    }
+
+    public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        try access(unlocking: false) { $0.secrets[service]?[account] != nil }
+    }
+
+    public func isLocked() throws(AuthError) -> Bool {
+        try access(unlocking: false) { $0.locked }
+    }
+
+    public func unlock() throws(AuthError) {
+        try access(unlocking: true) { _ in }
+    }
+
+    public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
+        try access(unlocking: true) { $0.secrets[service]?[account] }
+    }
+
+    public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
+        try access(unlocking: true) { $0.secrets[service, default: [:]][account] = secret }
+    }
+
+    public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        // Like the real store: nothing to delete needs no unlock.
+        guard try containsItem(service: service, account: account) else { return false }
+        return try access(unlocking: true) { $0.secrets[service]?.removeValue(forKey: account) != nil }
+    }
+
+    public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
+        try access(unlocking: false) { (state) throws(AuthError) -> [AccountID] in
+            if state.locked { throw .keyringLockedForListing }
+            return Array((state.secrets[service] ?? [:]).keys)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+public import AuthController
+import Synchronization
+
+/// Keeps every broadcast in memory, for tests; can be told to fail.
+public final class RecordingBroadcaster: EventBroadcaster {
+    private let state = Mutex<(events: [LoginEvent], failure: AuthError?)>(([], nil))
+
+    public init() {}
+
+    /// Everything broadcast so far, in order.
+    public var events: [LoginEvent] { state.withLock { $0.events } }
+
+    /// Makes every later broadcast throw `failure` (or succeed again with `nil`).
+    public func failBroadcasts(with failure: AuthError?) { state.withLock { $0.failure = failure } }
+
+    public func broadcast(_ events: [LoginEvent]) throws(AuthError) {
+        try state.withLock { (state) throws(AuthError) in
+            if let failure = state.failure { throw failure }
+            state.events += events
+        }
+    }
+}
