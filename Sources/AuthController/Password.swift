@@ -5,6 +5,8 @@ public struct Password: Sendable, Equatable {
     public static let maximumLength = 4096
 
     private final class Storage: @unchecked Sendable {
+        // Sendable: the buffer is written once, in init, before the value can be shared; after
+        // that it is only read, until deinit wipes it when no copy is left.
         let buffer: UnsafeMutableRawBufferPointer
         init(copying bytes: UnsafeRawBufferPointer) {
             buffer = .allocate(byteCount: max(bytes.count, 1), alignment: 1)
