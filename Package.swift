@@ -54,14 +54,20 @@ let package = Package(
             dependencies: ["AuthController"],
             swiftSettings: strictSettings
         ),
+        // Helpers shared by the test targets (named test arguments).
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "AuthControllerTests",
-            dependencies: ["AuthController", "AuthControllerTesting"],
+            dependencies: ["AuthController", "AuthControllerTesting", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AuthController", "AuthControllerTesting", "authctl"],
+            dependencies: ["AuthController", "AuthControllerTesting", "TestSupport", "authctl"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,5 +1,6 @@
 import AuthController
 import Testing
+import TestSupport
 
 @Suite("Input rules (SPEC §7.3)")
 struct InputRulesTests {

@@ -1,6 +1,7 @@
 import AuthController
 import Foundation
 import Testing
+import TestSupport
 
 /// The built `authctl` binary against a real gnome-keyring on a private bus: exit codes,
 /// stdout, stderr and JSON as a script sees them.
@@ -149,21 +150,21 @@ struct CommandLineTests {
     }
 
     @Test("bad input data: 65 naming the rule, and nothing changes", arguments: [
-        (["sign-in", "", "--password-stdin"], "pw", "empty"),
-        (["sign-in", " lead", "--password-stdin"], "pw", "white space"),
-        (["sign-in", "tab\there", "--password-stdin"], "pw", "control"),
-        (["sign-in", String(repeating: "a", count: 255), "--password-stdin"], "pw", "254"),
-        (["sign-in", "a", "--name", "bell\u{7}", "--password-stdin"], "pw", "display name"),
-        (["sign-in", "a", "--name", String(repeating: "n", count: 257), "--password-stdin"], "pw", "display name"),
-        (["sign-in", "a", "--password-stdin"], "", "empty"),
-        (["sign-in", "a", "--password-stdin"], "\n", "empty"),
-        (["sign-in", "a", "--password-stdin"], String(repeating: "p", count: 4097), "4096"),
-        (["sign-in", "a", "--password-stdin"], "nul\u{0}byte", "NUL"),
-        (["forget", "\u{1b}[31m"], "", "control"),
+        (Sample(["sign-in", "", "--password-stdin"]), Sample("pw"), "empty"),
+        (Sample(["sign-in", " lead", "--password-stdin"]), Sample("pw"), "white space"),
+        (Sample(["sign-in", "tab\there", "--password-stdin"]), Sample("pw"), "control"),
+        (Sample(["sign-in", String(repeating: "a", count: 255), "--password-stdin"]), Sample("pw"), "254"),
+        (Sample(["sign-in", "a", "--name", "bell\u{7}", "--password-stdin"]), Sample("pw"), "display name"),
+        (Sample(["sign-in", "a", "--name", String(repeating: "n", count: 257), "--password-stdin"]), Sample("pw"), "display name"),
+        (Sample(["sign-in", "a", "--password-stdin"]), Sample(""), "empty"),
+        (Sample(["sign-in", "a", "--password-stdin"]), Sample("\n"), "empty"),
+        (Sample(["sign-in", "a", "--password-stdin"]), Sample(String(repeating: "p", count: 4097)), "4096"),
+        (Sample(["sign-in", "a", "--password-stdin"]), Sample("nul\u{0}byte"), "NUL"),
+        (Sample(["forget", "\u{1b}[31m"]), Sample(""), "control"),
     ])
-    func badInput(_ arguments: [String], _ input: String, _ rule: String) throws {
+    func badInput(_ arguments: Sample<[String]>, _ input: Sample<String>, _ rule: String) throws {
         let scenario = try Scenario()
-        let run = try scenario.authctl(arguments, input: Array(input.utf8))
+        let run = try scenario.authctl(arguments.value, input: Array(input.value.utf8))
         #expect(run.status == 65, "\(run)")
         #expect(run.stderr.hasPrefix("authctl: ") && run.stderr.contains(rule) && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
