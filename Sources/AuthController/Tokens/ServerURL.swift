@@ -1,0 +1,85 @@
+import Foundation
+
+/// The URL of a token server (or of its revocation endpoint), checked and normalised (SPEC
+/// §10.1): absolute; `https`, or `http` only to a loopback host; a host; no user information;
+/// no fragment; at most 2048 bytes. Scheme and host are lower-cased, a default port dropped and
+/// an empty path made `/`, so two spellings of one server are one binding and one keyring item.
+///
+/// The check is strict where parsers are lenient: a URL that would silently become something
+/// else (an empty string, a space turned into `%20`) is refused, never stored.
+public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The normalised URL.
+    public let rawValue: String
+    /// Whether the host is `localhost`, in 127.0.0.0/8, or `[::1]`.
+    public let isLoopback: Bool
+
+    /// The longest URL accepted, in bytes.
+    public static let maximumLength = 2048
+
+    /// Accepts an already normalised URL (as read back from the settings), `nil` otherwise.
+    public init?(rawValue: String) {
+        guard let url = try? ServerURL(validating: rawValue), url.rawValue == rawValue else { return nil }
+        self = url
+    }
+
+    /// Checks and normalises `text`; `role` names it in the message ("server URL", "revoke URL").
+    public init(validating text: String, role: String = "server URL") throws(AuthError) {
+        func refuse(_ rule: String) -> AuthError { .invalidInput("invalid \(role) '\(text)': \(rule)") }
+        let bytes = text.utf8
+        guard !bytes.isEmpty else { throw .invalidInput("invalid \(role): it is empty") }
+        guard bytes.count <= Self.maximumLength else {
+            throw .invalidInput("invalid \(role): it is \(bytes.count) bytes long; the limit is \(Self.maximumLength)")
+        }
+        guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw refuse("it contains a space, a control character or a non-ASCII character; percent-encode them")
+        }
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              text.contains("://") else {
+            throw refuse("it is not an absolute URL (scheme://host/path)")
+        }
+        guard scheme == "https" || scheme == "http" else { throw refuse("its scheme must be https (or http for a loopback host)") }
+        guard components.percentEncodedUser == nil && components.percentEncodedPassword == nil else {
+            throw refuse("it must not contain user information (user:password@)")
+        }
+        guard components.percentEncodedFragment == nil else { throw refuse("it must not have a fragment (#…)") }
+        guard let rawHost = components.percentEncodedHost, !rawHost.isEmpty else { throw refuse("it has no host") }
+        guard !rawHost.contains("%") else { throw refuse("its host must not be percent-encoded or carry an IPv6 zone") }
+        let host = rawHost.lowercased()
+        let isLoopback = Self.isLoopbackHost(host)
+        guard scheme == "https" || isLoopback else {
+            throw refuse("plain http is allowed only to a loopback host (localhost, 127.0.0.0/8, [::1]); use https")
+        }
+        var port = ""
+        if let number = components.port {
+            guard (1...65535).contains(number) else { throw refuse("its port must be 1 to 65535") }
+            if number != (scheme == "https" ? 443 : 80) { port = ":\(number)" }
+        }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        guard path.hasPrefix("/") else { throw refuse("it is not an absolute URL (scheme://host/path)") }
+        let query = components.percentEncodedQuery.map { "?" + $0 } ?? ""
+        rawValue = "\(scheme)://\(host)\(port)\(path)\(query)"
+        self.isLoopback = isLoopback
+    }
+
+    public var description: String { rawValue }
+
+    /// `localhost`, `[::1]`, or a dotted quad in 127.0.0.0/8.
+    static func isLoopbackHost(_ host: String) -> Bool {
+        if host == "localhost" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "127" else { return false }
+        return parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber) && Int(part)! <= 255
+        }
+    }
+
+    /// The URL of `endpoint` resolved against this one as a directory (a missing trailing `/`
+    /// is added first): `https://h/api` + `login` is `https://h/api/login`. The query, if any,
+    /// is dropped.
+    public func appending(endpoint: String) -> String {
+        var base = rawValue
+        if let query = base.firstIndex(of: "?") { base = String(base[..<query]) }
+        if !base.hasSuffix("/") { base += "/" }
+        return base + endpoint
+    }
+}
