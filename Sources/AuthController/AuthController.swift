@@ -103,7 +103,7 @@ public final class AuthController: Sendable {
             change.events.append(try event(.signedIn, account, previous == nil ? .signIn : .switch, name: name, at: now,
                                            after: record.sequence, skipping: change.events.count, previousUser: previous))
             change.record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
-                                          sequence: change.events.last!.sequence)
+                                          sequence: change.events.last!.sequence, binding: record.binding)
             if let hash = plan.hashToStore {
                 do throws(AuthError) {
                     try keyring.store(hash, service: service, account: account, label: label(for: account))
@@ -140,7 +140,7 @@ public final class AuthController: Sendable {
             }
             var change = Change()
             change.events = [try event(.signedOut, user, .signOut, name: record.name ?? "", at: clock(), after: record.sequence)]
-            change.record = SessionRecord(sequence: change.events[0].sequence)
+            change.record = record.signedOut(sequence: change.events[0].sequence)
             if !keepingCredentials {
                 let removed = try keyring.secret(service: service, account: user)
                 try keyring.deleteItem(service: service, account: user)
@@ -168,7 +168,7 @@ public final class AuthController: Sendable {
             }
             // Signed in, so the item exists (stale state was cleared before this runs).
             change.events = [try event(.signedOut, account, .forget, name: record.name ?? "", at: clock(), after: record.sequence)]
-            change.record = SessionRecord(sequence: change.events[0].sequence)
+            change.record = record.signedOut(sequence: change.events[0].sequence)
             let removed = try keyring.secret(service: service, account: account)
             try keyring.deleteItem(service: service, account: account)
             change.undo = { if let removed { self.restore(removed, of: account) } }
@@ -322,7 +322,7 @@ public final class AuthController: Sendable {
             var ended: [LoginEvent] = []
             if let user = record.user, try !keyring.containsItem(service: service, account: user) {
                 ended = [try event(.signedOut, user, .removed, name: record.name ?? "", at: clock(), after: record.sequence)]
-                record = SessionRecord(sequence: ended[0].sequence)
+                record = record.signedOut(sequence: ended[0].sequence)
             }
             var change = try body(read, record)
             if change.record == nil && !ended.isEmpty { change.record = record }

@@ -24,23 +24,57 @@ public enum Timestamp {
 
     /// Whether `text` is an RFC 3339 time in UTC: `YYYY-MM-DDTHH:MM:SS`, optional fraction, `Z`.
     public static func isRFC3339UTC(_ text: String) -> Bool {
+        microseconds(rfc3339: text) != nil
+    }
+
+    /// Microseconds since the Unix epoch of an RFC 3339 UTC time (`…Z`, optional fraction);
+    /// `nil` for anything else, or a time before 1970.
+    public static func microseconds(rfc3339 text: String) -> UInt64? {
         let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.count <= 40, bytes.last == UInt8(ascii: "Z") else { return false }
-        func number(_ range: Range<Int>) -> Int? {
-            var value = 0
+        guard bytes.count >= 20, bytes.count <= 40, bytes.last == UInt8(ascii: "Z") || bytes.last == UInt8(ascii: "z") else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
             for byte in bytes[range] {
                 guard (0x30...0x39).contains(byte) else { return nil }
-                value = value * 10 + Int(byte - 0x30)
+                value = value * 10 + Int64(byte - 0x30)
             }
             return value
         }
-        let separators: [(Int, Character)] = [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":")]
-        guard separators.allSatisfy({ bytes[$0.0] == $0.1.asciiValue! || ($0.1 == "T" && bytes[$0.0] == UInt8(ascii: "t")) }),
-              number(0..<4) != nil, let month = number(5..<7), let day = number(8..<10),
+        let separators: [(Int, UInt8)] = [(4, UInt8(ascii: "-")), (7, UInt8(ascii: "-")), (13, UInt8(ascii: ":")), (16, UInt8(ascii: ":"))]
+        guard separators.allSatisfy({ bytes[$0.0] == $0.1 }), bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
               let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 60 else { return false }
+              year >= 1970, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+              hour <= 23, minute <= 59, second <= 60 else { return nil }
+        var fraction: Int64 = 0
         let rest = bytes[19..<(bytes.count - 1)]
-        if rest.isEmpty { return true }
-        return rest.first == UInt8(ascii: ".") && rest.count >= 2 && rest.dropFirst().allSatisfy { (0x30...0x39).contains($0) }
+        if !rest.isEmpty {
+            // Microseconds are kept: the first six digits of the fraction (so no overflow).
+            let count = rest.count - 1
+            guard rest.first == UInt8(ascii: "."), count >= 1, rest.dropFirst().allSatisfy({ (0x30...0x39).contains($0) }),
+                  let digits = number(20..<(20 + min(count, 6))) else { return nil }
+            fraction = digits * pow10(6 - min(count, 6))
+        }
+        // Days since 1970-01-01 from the civil date (Howard Hinnant's algorithm, inverse of rfc3339).
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = shiftedYear / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second
+        return UInt64(seconds) * 1_000_000 + UInt64(fraction)
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    private static func pow10(_ exponent: Int) -> Int64 {
+        (0..<exponent).reduce(1) { value, _ in value * 10 }
     }
 }

@@ -1,6 +1,7 @@
 @testable import AuthController
 import Foundation
 import Testing
+import TestSupport
 
 /// The key-file settings store on a temporary folder of its own.
 struct SettingsFolder: ~Copyable {
@@ -57,6 +58,35 @@ struct SettingsFileTests {
         #expect(text.contains("sequence=7\n"))
     }
 
+    @Test("a binding and token times round-trip; signing out keeps the binding and drops the token times")
+    func binding() throws {
+        let folder = SettingsFolder()
+        let binding = ServerBinding(server: try ServerURL(validating: "https://Auth.example.org/token"), tokenProtocol: .json,
+                                    clientID: "cli", scope: "openid profile", revokeURL: try ServerURL(validating: "https://auth.example.org/revoke"))
+        let times = TokenTimes(accessExpiresAt: 1_795_000_060_000_000, refreshExpiresAt: 1_795_003_600_000_000, clockOffset: -10_800,
+                               accessLifetime: 60)
+        let record = SessionRecord(user: alice, name: "A", signedInAt: "2026-11-22T01:00:00Z", sequence: 1, binding: binding, tokenTimes: times)
+        _ = try folder.store.save(record, service: folder.service)
+        #expect(try folder.store.read(service: folder.service).record == record)
+        let text = try folder.contents()
+        #expect(text.contains("server=https://auth.example.org/token\nprotocol=json\nclient-id=cli\nscope=openid profile\n"))
+        #expect(text.contains("access-expires-at=2026-11-18T11:07:40Z\nrefresh-expires-at=2026-11-18T12:06:40Z\nclock-offset=-10800\naccess-lifetime=60\n"))
+        _ = try folder.store.save(record.signedOut(sequence: 2), service: folder.service)
+        #expect(try folder.store.read(service: folder.service).record == SessionRecord(sequence: 2, binding: binding))
+        #expect(!(try folder.contents()).contains("expires-at"))
+    }
+
+    @Test("RFC 3339 UTC times parse back to the microseconds they were written from", arguments: [
+        UInt64(0), 951_782_400_000_000, 1_795_000_000_000_000, 4_102_444_799_000_000,
+    ])
+    func timeRoundTrip(_ microseconds: UInt64) {
+        #expect(Timestamp.microseconds(rfc3339: Timestamp.rfc3339(microseconds: microseconds)) == microseconds)
+        #expect(Timestamp.microseconds(rfc3339: "2026-11-18T11:06:40.5Z") == 1_795_000_000_500_000)
+        #expect(Timestamp.microseconds(rfc3339: "2026-11-18T11:06:40.1234567891234567890123Z") == nil)  // over 40 bytes
+        #expect(Timestamp.microseconds(rfc3339: "2026-02-29T00:00:00Z") == nil)
+        #expect(Timestamp.microseconds(rfc3339: "2026-11-18T11:06:40.Z") == nil)
+    }
+
     @Test("signing out keeps the sequence and drops the user keys")
     func signedOut() throws {
         let folder = SettingsFolder()
@@ -82,8 +112,15 @@ struct SettingsFileTests {
         "[svc]\nsequence=18446744073709551615\n", "[svc]\nsequence=18446744073709551616\n", "[svc]\nsequence=-1\n",
         "[svc]\nuser=a\nsigned-in-at=yesterday\n", "[svc]\nuser=a\nsigned-in-at=2026-13-01T00:00:00Z\n",
         "[svc]\nuser=a\nsigned-in-at=2026-11-22T01:00:00+01:00\n", "[svc]\nuser=a\nsigned-in-at=\n",
-    ])
-    func corrupt(_ text: String) throws {
+        "[svc]\nserver=http://example.com/token\n", "[svc]\nserver=\n", "[svc]\nserver=https://h/\nprotocol=soap\n",
+        "[svc]\nserver=https://h/\nclient-id=a b\n", "[svc]\nserver=https://h/\nscope=a  b\n",
+        "[svc]\nserver=https://h/\nrevoke-url=ftp://h/\n",
+        "[svc]\nserver=https://h/\nuser=a\naccess-expires-at=soon\n",
+        "[svc]\nserver=https://h/\nuser=a\nclock-offset=9223372036854775807\n",
+        "[svc]\nserver=https://h/\nuser=a\naccess-lifetime=-5\n",
+    ].map(Sample.init))
+    func corrupt(_ sample: Sample<String>) throws {
+        let text = sample.value
         let folder = SettingsFolder()
         try folder.write(text)
         let read = try folder.store.read(service: folder.service)

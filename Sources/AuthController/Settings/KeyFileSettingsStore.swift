@@ -49,17 +49,22 @@ public struct KeyFileSettingsStore: SettingsStore {
             }
         }
         let group = service.rawValue
-        if let user = record.user {
-            keyFile.setString(user.rawValue, group: group, key: "user")
-            keyFile.setString(record.name ?? "", group: group, key: "name")
-            if let signedInAt = record.signedInAt {
-                keyFile.setString(signedInAt, group: group, key: "signed-in-at")
-            } else {
-                keyFile.removeKey(group: group, key: "signed-in-at")
-            }
-        } else {
-            for key in ["user", "name", "signed-in-at"] { keyFile.removeKey(group: group, key: key) }
+        func set(_ key: String, _ value: String?) {
+            if let value { keyFile.setString(value, group: group, key: key) } else { keyFile.removeKey(group: group, key: key) }
         }
+        set("user", record.user?.rawValue)
+        set("name", record.user == nil ? nil : record.name ?? "")
+        set("signed-in-at", record.user == nil ? nil : record.signedInAt)
+        set("server", record.binding?.server.rawValue)
+        set("protocol", record.binding?.tokenProtocol.rawValue)
+        set("client-id", record.binding?.clientID)
+        set("scope", record.binding?.scope)
+        set("revoke-url", record.binding?.revokeURL?.rawValue)
+        let times = record.user == nil ? nil : record.tokenTimes
+        set("access-expires-at", times?.accessExpiresAt.map(Timestamp.rfc3339(microseconds:)))
+        set("refresh-expires-at", times?.refreshExpiresAt.map(Timestamp.rfc3339(microseconds:)))
+        set("clock-offset", times.map { String($0.clockOffset) })
+        set("access-lifetime", times?.accessLifetime.map { String($0) })
         keyFile.setString(String(record.sequence), group: group, key: "sequence")
         try writeAtomically(keyFile.data())
         return replacedCopy
@@ -111,6 +116,7 @@ public struct KeyFileSettingsStore: SettingsStore {
             guard number < UInt64.max else { throw Corrupt(reason: "'sequence' is at its limit and cannot be incremented") }
             record.sequence = number
         }
+        record.binding = try binding(value)
         guard let user = try value("user"), !user.isEmpty else { return record }
         guard let account = AccountID(rawValue: user) else { throw Corrupt(reason: "'user' is not a valid account id") }
         record.user = account
@@ -121,7 +127,46 @@ public struct KeyFileSettingsStore: SettingsStore {
             guard Timestamp.isRFC3339UTC(signedInAt) else { throw Corrupt(reason: "'signed-in-at' is not an RFC 3339 UTC time") }
             record.signedInAt = signedInAt
         }
+        if record.binding != nil { record.tokenTimes = try tokenTimes(value) }
         return record
+    }
+
+    /// The binding keys; a value authctl would refuse on the command line makes the file corrupt.
+    private static func binding(_ value: (String) throws(Corrupt) -> String?) throws(Corrupt) -> ServerBinding? {
+        guard let server = try value("server") else { return nil }
+        let (tokenProtocol, clientID, scope, revokeURL) = (try value("protocol"), try value("client-id"), try value("scope"),
+                                                          try value("revoke-url"))
+        do throws(AuthError) {
+            return try ServerBinding(validatingServer: server, protocol: tokenProtocol, clientID: clientID, scope: scope,
+                                     revokeURL: revokeURL)
+        } catch {
+            throw Corrupt(reason: "the server binding: \(error.message)")
+        }
+    }
+
+    private static func tokenTimes(_ value: (String) throws(Corrupt) -> String?) throws(Corrupt) -> TokenTimes {
+        func time(_ key: String) throws(Corrupt) -> UInt64? {
+            guard let text = try value(key) else { return nil }
+            guard let microseconds = Timestamp.microseconds(rfc3339: text) else {
+                throw Corrupt(reason: "'\(key)' is not an RFC 3339 UTC time")
+            }
+            return microseconds
+        }
+        var times = TokenTimes(accessExpiresAt: try time("access-expires-at"), refreshExpiresAt: try time("refresh-expires-at"))
+        if let offset = try value("clock-offset") {
+            // A server clock decades away is a broken file, not a fact: keep the arithmetic safe.
+            guard let seconds = Int64(offset), abs(seconds) <= 10 * 365 * 86_400 else {
+                throw Corrupt(reason: "'clock-offset' is not a whole number of seconds within ten years")
+            }
+            times.clockOffset = seconds
+        }
+        if let lifetime = try value("access-lifetime") {
+            guard let seconds = UInt64(lifetime), seconds <= 10 * 365 * 86_400 else {
+                throw Corrupt(reason: "'access-lifetime' is not a whole number of seconds within ten years")
+            }
+            times.accessLifetime = seconds
+        }
+        return times
     }
 
     // MARK: - Files

@@ -1,4 +1,5 @@
-/// Who is signed in to one service, as the settings file records it.
+/// One service's group of the settings file: who is signed in, the event sequence, and — for a
+/// service bound to a token server — the binding and what is known of the tokens' lifetimes.
 public struct SessionRecord: Equatable, Sendable {
     /// The signed-in account, or `nil` when nobody is.
     public var user: AccountID?
@@ -8,12 +9,24 @@ public struct SessionRecord: Equatable, Sendable {
     public var signedInAt: String?
     /// The number of the last event of the service; kept after sign-out.
     public var sequence: UInt64
+    /// The token server the service is bound to; kept after sign-out.
+    public var binding: ServerBinding?
+    /// The signed-in account's token lifetimes (bound services only).
+    public var tokenTimes: TokenTimes?
 
-    public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0) {
+    public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0,
+                binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil) {
         self.user = user
         self.name = name
         self.signedInAt = signedInAt
         self.sequence = sequence
+        self.binding = binding
+        self.tokenTimes = tokenTimes
+    }
+
+    /// The record once nobody is signed in, the last event being `sequence`: the binding stays.
+    public func signedOut(sequence: UInt64) -> SessionRecord {
+        SessionRecord(sequence: sequence, binding: binding)
     }
 }
 
