@@ -13,9 +13,10 @@ public final class InMemorySecretStore: SecretStore {
     }
 
     private struct State {
-        var secrets: [ServiceName: [AccountID: String]] = [:]
+        var secrets: [ItemKey: [UInt8]] = [:]
         var locked = false
         var failure: AuthError?
+        var storeFailure: AuthError?
         var prompts = 0
     }
 
@@ -36,6 +37,9 @@ public final class InMemorySecretStore: SecretStore {
     /// Makes every later call throw `failure` (or work again with `nil`).
     public func failCalls(with failure: AuthError?) { state.withLock { $0.failure = failure } }
 
+    /// Makes every later store (only) throw `failure`, or work again with `nil`.
+    public func failStores(with failure: AuthError?) { state.withLock { $0.storeFailure = failure } }
+
     /// How many times the unlock prompt was shown.
     public var promptCount: Int { state.withLock { $0.prompts } }
 
@@ -53,8 +57,8 @@ public final class InMemorySecretStore: SecretStore {
         }
     }
 
-    public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
-        try access(unlocking: false) { $0.secrets[service]?[account] != nil }
+    public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
+        try access(unlocking: false) { $0.secrets[key] != nil }
     }
 
     public func isLocked() throws(AuthError) -> Bool {
@@ -65,24 +69,27 @@ public final class InMemorySecretStore: SecretStore {
         try access(unlocking: true) { _ in }
     }
 
-    public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
-        try access(unlocking: true) { $0.secrets[service]?[account] }
+    public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
+        try access(unlocking: true) { $0.secrets[key] }
     }
 
-    public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
-        try access(unlocking: true) { $0.secrets[service, default: [:]][account] = secret }
+    public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
+        try access(unlocking: true) { (state) throws(AuthError) in
+            if let failure = state.storeFailure { throw failure }
+            state.secrets[key] = secret
+        }
     }
 
-    public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+    public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // Like the real store: nothing to delete needs no unlock.
-        guard try containsItem(service: service, account: account) else { return false }
-        return try access(unlocking: true) { $0.secrets[service]?.removeValue(forKey: account) != nil }
+        guard try containsItem(key) else { return false }
+        return try access(unlocking: true) { $0.secrets.removeValue(forKey: key) != nil }
     }
 
-    public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
+    public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         try access(unlocking: false) { (state) throws(AuthError) -> [AccountID] in
             if state.locked { throw .keyringLockedForListing }
-            return Array((state.secrets[service] ?? [:]).keys)
+            return state.secrets.keys.filter { $0.service == service && $0.server == server }.map(\.account)
         }
     }
 }

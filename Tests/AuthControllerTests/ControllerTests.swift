@@ -229,11 +229,8 @@ struct ControllerTests {
         let fixture = Fixture()
         let weak = try Argon2idHasher(parameters: .init(memoryKiB: 32, iterations: 1, parallelism: 1)).hash(fixture.password("pw"))
         try fixture.keyring.store(weak, service: fixture.service, account: fixture.account("a"), label: "x")
-        let failing = FailingStoreKeyring(wrapping: fixture.keyring)
-        let controller = AuthController(service: fixture.service, keyring: failing, settings: fixture.settings,
-                                        hasher: Argon2idHasher(parameters: .init(memoryKiB: 64, iterations: 2, parallelism: 1)),
-                                        broadcaster: fixture.broadcaster, notificationCenter: fixture.center)
-        let outcome = try controller.signIn(account: fixture.account("a"), name: "", password: fixture.password("pw"))
+        fixture.keyring.failStores(with: .unavailable("store refused"))
+        let outcome = try fixture.controller.signIn(account: fixture.account("a"), name: "", password: fixture.password("pw"))
         #expect(outcome.events.count == 1)
         #expect(outcome.warnings.count == 1 && outcome.warnings[0].contains("stronger password hash"))
         #expect(try fixture.keyring.secret(service: fixture.service, account: fixture.account("a")) == weak)
@@ -318,19 +315,4 @@ struct ControllerTests {
         #expect(status.avatarURL == "https://www.gravatar.com/avatar/0bc83cb571cd1c50ba6f3e8a78ef1346")
         #expect(LoginStatus(service: .standard, sequence: 0, keyringLocked: false).avatarURL == nil)
     }
-}
-
-/// Passes everything through to a store but refuses to store.
-final class FailingStoreKeyring: SecretStore {
-    let inner: InMemorySecretStore
-    init(wrapping inner: InMemorySecretStore) { self.inner = inner }
-    func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool { try inner.containsItem(service: service, account: account) }
-    func isLocked() throws(AuthError) -> Bool { try inner.isLocked() }
-    func unlock() throws(AuthError) { try inner.unlock() }
-    func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? { try inner.secret(service: service, account: account) }
-    func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
-        throw .unavailable("store refused")
-    }
-    func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool { try inner.deleteItem(service: service, account: account) }
-    func accounts(service: ServiceName) throws(AuthError) -> [AccountID] { try inner.accounts(service: service) }
 }

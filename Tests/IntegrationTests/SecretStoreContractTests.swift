@@ -92,4 +92,57 @@ struct SecretStoreContractTests {
         #expect(throws: AuthError.unlockDismissed) { try subject.store.secret(service: service, account: alice) }
         #expect(try subject.store.isLocked())
     }
+
+    struct Tokens: Codable, Equatable {
+        var accessToken: String
+        var refreshToken: String?
+    }
+
+    @Test("typed values: per service, account and server, never colliding with each other or with password hashes",
+          arguments: Kind.allCases)
+    func typedValues(_ kind: Kind) throws {
+        let subject = try Subject(kind)
+        defer { subject.stop() }
+        let store = subject.store
+        let first = try ServerURL(validating: "https://auth.example.org/token")
+        let second = try ServerURL(validating: "http://127.0.0.1:8080/api")
+        try store.store("hash", service: service, account: alice, label: "password")
+        try store.store(Tokens(accessToken: "a1", refreshToken: "r1"), service: service, account: alice, server: first, label: "t")
+        try store.store(Tokens(accessToken: "a2", refreshToken: nil), service: service, account: alice, server: second, label: "t")
+        try store.store(Tokens(accessToken: "b1", refreshToken: "rb"), service: service, account: bob, server: first, label: "t")
+        try store.store(Tokens(accessToken: "a1'", refreshToken: "r1'"), service: service, account: alice, server: first, label: "t")
+        #expect(try store.value(Tokens.self, service: service, account: alice, server: first) == Tokens(accessToken: "a1'", refreshToken: "r1'"))
+        #expect(try store.value(Tokens.self, service: service, account: alice, server: second) == Tokens(accessToken: "a2", refreshToken: nil))
+        #expect(try store.value(Tokens.self, service: other, account: alice, server: first) == nil)
+        #expect(try store.secret(service: service, account: alice) == "hash")
+        #expect(try store.accounts(service: service, server: first).sorted() == [alice, bob].sorted())
+        #expect(try store.accounts(service: service, server: second) == [alice])
+        #expect(try store.accounts(service: service) == [alice])
+        #expect(try store.delete(service: service, account: alice, server: first))
+        #expect(try store.value(Tokens.self, service: service, account: alice, server: first) == nil)
+        #expect(try store.value(Tokens.self, service: service, account: bob, server: first) != nil)
+        #expect(try store.secret(service: service, account: alice) == "hash")
+        // A secret that is not what was stored there is reported, not mistaken for a value.
+        try store.store(Array("not json".utf8), contentType: "text/plain", for: ItemKey(service: service, account: bob, server: second),
+                        label: "junk")
+        #expect { try store.value(Tokens.self, service: service, account: bob, server: second) } throws: { error in
+            (error as? AuthError)?.exitCode == 65
+        }
+    }
+
+    @Test("token items carry the Tokens schema, the server attribute and a JSON secret, as secret-tool sees them")
+    func tokenItemAsOtherToolsSeeIt() throws {
+        let sandbox = try DesktopSandbox()
+        defer { sandbox.stop() }
+        let store = SecretServiceStore(promptAllowed: false, busAddress: sandbox.busAddress)
+        let server = try ServerURL(validating: "https://auth.example.org/token")
+        try store.store(Tokens(accessToken: "a", refreshToken: "r"), service: service, account: alice, server: server,
+                        label: "authctl tokens for alice@example.org at https://auth.example.org/token (contract.service)")
+        let scenario = try Scenario(sandbox: sandbox)
+        let search = try scenario.secretTool("search", "service", service.rawValue, "account", alice.rawValue, "server", server.rawValue)
+        #expect(search.stdout.contains("schema = io.github.authctl.Tokens") && search.stderr.contains("attribute.server = https://auth.example.org/token")
+                || search.stdout.contains("attribute.server = https://auth.example.org/token"), "\(search)")
+        let lookup = try scenario.secretTool("lookup", "service", service.rawValue, "account", alice.rawValue, "server", server.rawValue)
+        #expect(lookup.stdout == #"{"accessToken":"a","refreshToken":"r"}"# || lookup.stdout == #"{"refreshToken":"r","accessToken":"a"}"#, "\(lookup)")
+    }
 }

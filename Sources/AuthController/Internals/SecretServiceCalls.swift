@@ -19,9 +19,9 @@ enum SecretServiceCalls {
     static let schemaAttribute = "xdg:schema"
 
     /// `Service.SearchItems(a{ss}) → (ao unlocked, ao locked)`. Works while locked.
-    static func searchItems(_ connection: GDBus.Connection, attributes: KeyValuePairs<String, String>,
+    static func searchItems(_ connection: GDBus.Connection, attributes: [(String, String)],
                             _ deadline: Deadline) throws(GLibError) -> (unlocked: [String], locked: [String]) {
-        let parameters = variantTuple([stringDictionary(attributes.map { ($0.key, $0.value) })])
+        let parameters = variantTuple([stringDictionary(attributes)])
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "SearchItems",
                              parameters: parameters, replyType: "(aoao)", deadline)
         defer { g_variant_unref(reply) }
@@ -75,10 +75,9 @@ enum SecretServiceCalls {
     /// given content type). `replace` makes the service overwrite an item with the same
     /// attributes in place.
     static func createItem(_ connection: GDBus.Connection, collection: String, schema: String, label: String,
-                           attributes: KeyValuePairs<String, String>, secret: [UInt8], contentType: String,
+                           attributes: [(String, String)], secret: [UInt8], contentType: String,
                            _ deadline: Deadline) throws(GLibError) {
-        var withSchema = attributes.map { ($0.key, $0.value) }
-        withSchema.append((schemaAttribute, schema))
+        let withSchema = attributes + [(schemaAttribute, schema)]
         try withPlainSession(connection, deadline) { (session) throws(GLibError) in
             let properties = g_variant_builder_new(variantType("a{sv}"))
             defer { g_variant_builder_unref(properties) }

@@ -16,9 +16,6 @@ public struct SecretServiceStore: SecretStore {
     public var busAddress: String? { bus.address }
     private let bus: SessionBus
 
-    /// The schema name recorded on every item (SPEC §2).
-    public static let schema = "io.github.authctl.Password"
-
     public init(promptAllowed: Bool, promptTimeout: Double = 60, callTimeout: Double = 5, busAddress: String? = nil) {
         self.promptAllowed = promptAllowed
         self.promptTimeout = promptTimeout
@@ -26,8 +23,8 @@ public struct SecretServiceStore: SecretStore {
         bus = SessionBus.shared(address: busAddress)
     }
 
-    public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
-        let found = try search(service, account)
+    public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
+        let found = try search(key)
         return !found.unlocked.isEmpty || !found.locked.isEmpty
     }
 
@@ -37,44 +34,40 @@ public struct SecretServiceStore: SecretStore {
         }
     }
 
-    public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
+    public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
         try unlock()
-        let found = try search(service, account)
+        let found = try search(key)
         guard let path = found.unlocked.first else {
             if found.locked.isEmpty { return nil }
             throw .keyringLocked  // in another, locked collection
         }
-        let bytes = try bus.call("read the password hash", timeout: callTimeout) { connection, deadline throws(GLibError) in
+        return try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.secret(connection, item: path, deadline)
         }
-        // A secret that is not text reads as empty: the hasher then refuses it, and the user
-        // is told to `forget` it.
-        return String(validating: bytes, as: UTF8.self) ?? ""
     }
 
-    public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
+    public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
         let collection = try unlockedDefaultCollection()
-        let found = try search(service, account)
+        let found = try search(key)
         let items = found.unlocked + found.locked
         if let existing = items.first {
-            try bus.call("store the password hash", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.setSecret(connection, item: existing, secret: Array(secret.utf8), contentType: "text/plain", deadline)
+            try bus.call("store the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.setSecret(connection, item: existing, secret: secret, contentType: contentType, deadline)
             }
-            // Never two items for one pair: drop duplicates another tool may have left.
+            // Never two items for one key: drop duplicates another tool may have left.
             for duplicate in items.dropFirst() { try delete(duplicate) }
         } else {
-            try bus.call("store the password hash", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.createItem(connection, collection: collection, schema: Self.schema, label: label,
-                                                  attributes: Self.attributes(service, account), secret: Array(secret.utf8),
-                                                  contentType: "text/plain", deadline)
+            try bus.call("store the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.createItem(connection, collection: collection, schema: key.schema, label: label,
+                                                  attributes: key.attributes, secret: secret, contentType: contentType, deadline)
             }
         }
     }
 
-    public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+    public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // Asked first: without a default collection this is 69, not a silent "nothing to delete".
         let locked = try isLocked()
-        let found = try search(service, account)
+        let found = try search(key)
         let items = found.unlocked + found.locked
         guard !items.isEmpty else { return false }
         if locked { try unlockedDefaultCollection() }
@@ -82,19 +75,23 @@ public struct SecretServiceStore: SecretStore {
         return true
     }
 
-    public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
+    public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         if try isLocked() { throw .keyringLockedForListing }
-        let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.searchItems(connection, attributes: ["service": service.rawValue], deadline)
+        var query = [("service", service.rawValue)]
+        if let server { query.append(("server", server.rawValue)) }
+        let found = try bus.call("search the keyring", timeout: callTimeout) { [query] connection, deadline throws(GLibError) in
+            try SecretServiceCalls.searchItems(connection, attributes: query, deadline)
         }
         if !found.locked.isEmpty { throw .keyringLockedForListing }
         let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked, deadline)
         }
-        // Items another tool stored with an account attribute that is not a valid id are
-        // skipped; duplicate items another tool left for one account count once.
+        // Password items have no `server`; items another tool stored with an account attribute
+        // that is not a valid id are skipped; duplicates another tool left count once.
         var seen = Set<AccountID>()
-        return attributes.compactMap { $0["account"].flatMap(AccountID.init(rawValue:)) }.filter { seen.insert($0).inserted }
+        return attributes.filter { $0["server"] == server?.rawValue }
+            .compactMap { $0["account"].flatMap(AccountID.init(rawValue:)) }
+            .filter { seen.insert($0).inserted }
     }
 
     public func unlock() throws(AuthError) {
@@ -107,20 +104,28 @@ public struct SecretServiceStore: SecretStore {
     private static let noDefaultCollection = AuthError.unavailable(
         "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run in `authctl sandbox`")
 
-    private static func attributes(_ service: ServiceName, _ account: AccountID) -> KeyValuePairs<String, String> {
-        ["service": service.rawValue, "account": account.rawValue]
-    }
-
-    /// `SearchItems` by `service` and `account` alone (not the schema), so items another tool
+    /// `SearchItems` by the key's attributes alone (not the schema), so items another tool
     /// stored with those attributes are found. Works while locked; never prompts.
-    private func search(_ service: ServiceName, _ account: AccountID) throws(AuthError) -> (unlocked: [String], locked: [String]) {
-        try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.searchItems(connection, attributes: Self.attributes(service, account), deadline)
+    ///
+    /// A search by `service` and `account` also matches that account's token items, which add
+    /// a `server` attribute; for a password key those are left out, at the cost of one more
+    /// (pipelined) round trip when anything was found. Attribute names stay readable while
+    /// the collection is locked, so this works then too.
+    private func search(_ key: ItemKey) throws(AuthError) -> (unlocked: [String], locked: [String]) {
+        let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
+            try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
         }
+        guard key.server == nil, !(found.unlocked.isEmpty && found.locked.isEmpty) else { return found }
+        let paths = found.unlocked + found.locked
+        let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
+            try SecretServiceCalls.itemsAttributes(connection, paths: paths, deadline)
+        }
+        let tokenItems = Set(zip(paths, attributes).filter { $0.1["server"] != nil }.map(\.0))
+        return (found.unlocked.filter { !tokenItems.contains($0) }, found.locked.filter { !tokenItems.contains($0) })
     }
 
     private func delete(_ item: String) throws(AuthError) {
-        try bus.call("delete the password hash", timeout: promptAllowed ? promptTimeout : callTimeout) { connection, deadline throws(GLibError) in
+        try bus.call("delete an item", timeout: promptAllowed ? promptTimeout : callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.deleteItem(connection, item: item, deadline)
         }
     }

@@ -1,8 +1,39 @@
-/// Where the password hashes live: one secret per (service, account).
+import Foundation
+
+/// Where an item lives in the keyring: a service's account, and for the tokens of a service
+/// bound to a token server (SPEC §10.4), that server too. Two keys that differ in any part are
+/// two items: accounts of one service or one server never collide.
+public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
+    public var service: ServiceName
+    public var account: AccountID
+    /// The token server the item belongs to; `nil` for a password hash.
+    public var server: ServerURL?
+
+    public init(service: ServiceName, account: AccountID, server: ServerURL? = nil) {
+        self.service = service
+        self.account = account
+        self.server = server
+    }
+
+    /// The schema recorded on the item: `io.github.authctl.Password` or `io.github.authctl.Tokens`.
+    public var schema: String { server == nil ? "io.github.authctl.Password" : "io.github.authctl.Tokens" }
+
+    /// The attributes the item is stored and found by (not the schema: an item another tool
+    /// stored with these attributes is found too).
+    public var attributes: [(String, String)] {
+        var attributes = [("service", service.rawValue), ("account", account.rawValue)]
+        if let server { attributes.append(("server", server.rawValue)) }
+        return attributes
+    }
+
+    public var description: String { server.map { "\(account) at \($0) (\(service))" } ?? "\(account) (\(service))" }
+}
+
+/// The keyring: one secret per ``ItemKey``.
 public protocol SecretStore: Sendable {
-    /// Whether an item for `account` exists. Never unlocks, never prompts, loads no secret:
-    /// works while the collection is locked.
-    func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool
+    /// Whether the item exists. Never unlocks, never prompts, loads no secret: works while the
+    /// collection is locked.
+    func containsItem(_ key: ItemKey) throws(AuthError) -> Bool
 
     /// Whether the default collection is locked. Never prompts.
     func isLocked() throws(AuthError) -> Bool
@@ -11,21 +42,89 @@ public protocol SecretStore: Sendable {
     /// prompts), or throws "locked". Lets a caller prompt before it takes the settings lock.
     func unlock() throws(AuthError)
 
-    /// The stored secret for `account`, or `nil`. May unlock the collection (and so prompt,
-    /// if the store allows prompts).
-    func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String?
+    /// The item's secret, or `nil` when there is no item. May unlock the collection (and so
+    /// prompt, if the store allows prompts).
+    func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]?
 
-    /// Stores `secret` for `account`, replacing an existing secret in place. May unlock.
-    func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError)
+    /// Stores `secret` (of MIME type `contentType`) as the item, replacing an existing secret in
+    /// place: never two items for one key. May unlock.
+    func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError)
 
-    /// Deletes the secret of `account`; returns whether there was one. May unlock.
+    /// Deletes the item; returns whether there was one. May unlock.
     @discardableResult
-    func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool
+    func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool
 
-    /// The account ids with a stored secret, in any order. Never unlocks; throws
-    /// ``AuthError/unavailable(_:detail:)`` when the collection is locked, because a locked
+    /// The accounts with an item under `service` — password items when `server` is `nil`, else
+    /// that server's token items — each once, in any order. Never unlocks; throws
+    /// ``AuthError/keyringLockedForListing`` when the collection is locked, because a locked
     /// collection may expose only hashed attribute values.
-    func accounts(service: ServiceName) throws(AuthError) -> [AccountID]
+    func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID]
+}
+
+// MARK: - Password hashes
+
+extension SecretStore {
+    /// Whether `account` has a stored password hash. Never prompts.
+    public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        try containsItem(ItemKey(service: service, account: account))
+    }
+
+    /// The stored password hash of `account`; a secret that is not text reads as empty (the
+    /// hasher then refuses it, and the user is told to `forget` it). May prompt.
+    public func secret(service: ServiceName, account: AccountID) throws(AuthError) -> String? {
+        try secret(ItemKey(service: service, account: account)).map { String(validating: $0, as: UTF8.self) ?? "" }
+    }
+
+    /// Stores the password hash of `account`. May prompt.
+    public func store(_ secret: String, service: ServiceName, account: AccountID, label: String) throws(AuthError) {
+        try store(Array(secret.utf8), contentType: "text/plain", for: ItemKey(service: service, account: account), label: label)
+    }
+
+    /// Deletes the password hash of `account`. May prompt.
+    @discardableResult
+    public func deleteItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
+        try deleteItem(ItemKey(service: service, account: account))
+    }
+
+    /// The accounts with a stored password hash. Never prompts.
+    public func accounts(service: ServiceName) throws(AuthError) -> [AccountID] {
+        try accounts(service: service, server: nil)
+    }
+}
+
+// MARK: - Typed values
+
+extension SecretStore {
+    /// Stores any `Encodable` value as the item, as JSON (content type `application/json`),
+    /// replacing the old one in place. May prompt.
+    public func store<Value: Encodable>(_ value: Value, service: ServiceName, account: AccountID, server: ServerURL? = nil,
+                                        label: String) throws(AuthError) {
+        let data: Data
+        do { data = try JSONEncoder().encode(value) } catch {
+            preconditionFailure("SecretStore.store: \(Value.self) failed to encode: \(error)")
+        }
+        try store(Array(data), contentType: "application/json", for: ItemKey(service: service, account: account, server: server),
+                  label: label)
+    }
+
+    /// The item decoded as `Value`, or `nil` when there is no item. A secret that does not decode
+    /// (another tool's, or damaged) is ``AuthError/invalidInput(_:)`` naming the item. May prompt.
+    public func value<Value: Decodable>(_ type: Value.Type, service: ServiceName, account: AccountID,
+                                        server: ServerURL? = nil) throws(AuthError) -> Value? {
+        let key = ItemKey(service: service, account: account, server: server)
+        guard let bytes = try secret(key) else { return nil }
+        do {
+            return try JSONDecoder().decode(Value.self, from: Data(bytes))
+        } catch {
+            throw .invalidInput("the keyring item of \(key) is not what authctl stored there; clear it with `authctl forget \(account)`")
+        }
+    }
+
+    /// Deletes the item of `account` (at `server`). May prompt.
+    @discardableResult
+    public func delete(service: ServiceName, account: AccountID, server: ServerURL? = nil) throws(AuthError) -> Bool {
+        try deleteItem(ItemKey(service: service, account: account, server: server))
+    }
 }
 
 extension AuthError {
