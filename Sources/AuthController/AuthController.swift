@@ -37,6 +37,9 @@ public final class AuthController: Sendable {
         self.clock = clock
     }
 
+    /// The version of authctl, as `--version` and the token client's `User-Agent` give it.
+    public static let version = "0.2.0"
+
     /// Microseconds since the Unix epoch, from the system's real-time clock.
     public static let systemClock: @Sendable () -> UInt64 = { Posix.wallClockMicroseconds() }
 

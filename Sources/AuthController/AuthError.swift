@@ -12,13 +12,19 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
     /// secret that is not a usable authctl hash (exit 65).
     case invalidInput(String)
     /// The session bus, the Secret Service or its default collection is not there, the
-    /// collection is locked and no prompt may be shown, or a required daemon is missing (exit 69).
+    /// collection is locked and no prompt may be shown, a required daemon is missing, or the
+    /// token server is unreachable or failing (exit 69).
     case unavailable(String, detail: String? = nil)
     /// The settings file or its directory cannot be read or written (exit 74).
     case settingsIO(String)
-    /// A deadline passed or the Secret Service went away mid-call; nothing changed (exit 75).
+    /// A deadline passed (keyring call, prompt, settings lock, token server) or the Secret
+    /// Service went away mid-call; nothing changed (exit 75).
     case temporaryFailure(String, detail: String? = nil)
-    /// Wrong password, or the unlock prompt was dismissed (exit 77).
+    /// The token server's answer was not understood: not JSON, no access token, a token type
+    /// other than Bearer, over 64 KiB, or a redirect (exit 76).
+    case protocolError(String)
+    /// Wrong password (locally or at the token server), the unlock prompt was dismissed, or the
+    /// token server ended the session (exit 77).
     case denied(String)
     /// The settings file is corrupt or unsafe to use (exit 78).
     case settingsUnsafe(String)
@@ -32,6 +38,7 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unavailable: 69
         case .settingsIO: 74
         case .temporaryFailure: 75
+        case .protocolError: 76
         case .denied: 77
         case .settingsUnsafe: 78
         }
@@ -42,7 +49,8 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .notSignedIn(let message), .usage(let message), .invalidInput(let message),
              .unavailable(let message, _), .settingsIO(let message),
-             .temporaryFailure(let message, _), .denied(let message), .settingsUnsafe(let message):
+             .temporaryFailure(let message, _), .protocolError(let message), .denied(let message),
+             .settingsUnsafe(let message):
             message
         }
     }

@@ -61,6 +61,11 @@ public struct Password: Sendable, Equatable {
         lhs.count == rhs.count && lhs.storage.buffer[0..<lhs.count].elementsEqual(rhs.storage.buffer[0..<rhs.count])
     }
 
+    /// Lends the password's bytes as read (what a token server is sent: it normalises itself).
+    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try body(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]))
+    }
+
     /// Lends the password's bytes after Unicode NFKC normalisation (NIST SP 800-63B); the
     /// normalised copy is wiped afterwards.
     func withNormalizedBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {

@@ -12,7 +12,7 @@ struct Authctl: AsyncParsableCommand {
             69 keyring or bus unavailable, 74 settings I/O, 75 timed out, 77 wrong password, \
             78 settings corrupt or unsafe.
             """,
-        version: "0.1.0",
+        version: AuthController.version,
         subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Watch.self, Sandbox.self, DoctorCommand.self]
     )
 

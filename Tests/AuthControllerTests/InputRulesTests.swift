@@ -87,7 +87,8 @@ struct InputRulesTests {
 struct ExitCodeTests {
     @Test("each family has its code", arguments: [
         (AuthError.notSignedIn("x"), Int32(1)), (.usage("x"), 64), (.invalidInput("x"), 65), (.unavailable("x"), 69),
-        (.settingsIO("x"), 74), (.temporaryFailure("x"), 75), (.denied("x"), 77), (.settingsUnsafe("x"), 78),
+        (.settingsIO("x"), 74), (.temporaryFailure("x"), 75), (.protocolError("x"), 76), (.denied("x"), 77),
+        (.settingsUnsafe("x"), 78),
     ])
     func exitCodes(_ error: AuthError, _ code: Int32) {
         #expect(error.exitCode == code)

@@ -1,0 +1,24 @@
+import Foundation
+
+/// Just enough of JSON Web Tokens (RFC 7519) to schedule refreshes: the numeric `exp` claim
+/// of the payload. The signature is not checked — the expiry only decides when to ask the
+/// server again, and the server is the one that checks tokens (SPEC §10.3).
+enum JWT {
+    /// The `exp` claim in µs since the epoch (by the server's clock), or `nil` when `token` is
+    /// not a JWT with a numeric `exp`.
+    static func expiry(of token: String) -> UInt64? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].utf8.count <= 16 * 1024, let payload = base64URLDecoded(parts[1]),
+              let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any],
+              let exp = object["exp"] as? NSNumber, !(object["exp"] is Bool) else { return nil }
+        let seconds = exp.doubleValue
+        guard seconds.isFinite, seconds > 0, seconds < 1e13 else { return nil }
+        return UInt64(seconds * 1_000_000)
+    }
+
+    private static func base64URLDecoded(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

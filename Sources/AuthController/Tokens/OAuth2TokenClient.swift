@@ -1,0 +1,129 @@
+import Foundation
+
+/// RFC 6749's password and refresh-token grants at a token endpoint, and RFC 7009's
+/// revocation (SPEC §10.2, protocol `oauth2`): what Keycloak, Authentik, Dex and most
+/// identity servers offer.
+struct OAuth2TokenClient: TokenClient {
+    let exchange: TokenExchange
+
+    init(binding: ServerBinding, transport: any HTTPTransport, timeout: Double, clock: @escaping @Sendable () -> UInt64) {
+        exchange = TokenExchange(binding: binding, transport: transport, timeout: timeout, clock: clock)
+    }
+
+    private var binding: ServerBinding { exchange.binding }
+    private static let form = "application/x-www-form-urlencoded"
+
+    func signIn(account: AccountID, password: Password, register: Bool) async throws(AuthError) -> TokenGrant {
+        guard !register else { throw .usage("--register is for servers of protocol json; an oauth2 server has no registration") }
+        var body = FormBody()
+        body.add("grant_type", "password")
+        body.add("username", account.rawValue)
+        password.withBytes { body.add("password", bytes: $0) }
+        addClient(to: &body)
+        defer { body.wipe() }
+        return try await grant(body, refusal: "wrong password for \(account) at \(binding.server)")
+    }
+
+    func refresh(_ tokens: TokenSet) async throws(AuthError) -> TokenGrant {
+        guard let refreshToken = tokens.refreshToken else { throw Self.noRefreshToken(binding.server) }
+        var body = FormBody()
+        body.add("grant_type", "refresh_token")
+        body.add("refresh_token", refreshToken)
+        addClient(to: &body)
+        var grant = try await grant(body, refusal: "the token server \(binding.server) no longer accepts the refresh token")
+        // Without a new refresh token the old one stays (no rotation).
+        if grant.tokens.refreshToken == nil { grant.tokens.refreshToken = refreshToken }
+        return grant
+    }
+
+    func revoke(_ tokens: TokenSet) async throws(AuthError) {
+        guard let revokeURL = binding.revokeURL, let refreshToken = tokens.refreshToken else { return }
+        var body = FormBody()
+        body.add("token", refreshToken)
+        body.add("token_type_hint", "refresh_token")
+        if let clientID = binding.clientID { body.add("client_id", clientID) }
+        let (response, _, _) = try await exchange.post(revokeURL.rawValue, contentType: Self.form, body: body.bytes)
+        // RFC 7009: 200 whether or not the token was valid.
+        guard response.status == 200 else {
+            throw .unavailable("the token server \(revokeURL) did not revoke the refresh token (HTTP \(response.status))")
+        }
+    }
+
+    static func noRefreshToken(_ server: ServerURL) -> AuthError {
+        .denied("the token server \(server) gave no refresh token, so the session cannot be renewed; sign in again")
+    }
+
+    private func addClient(to body: inout FormBody) {
+        if let clientID = binding.clientID { body.add("client_id", clientID) }
+        if let scope = binding.scope { body.add("scope", scope) }
+    }
+
+    private func grant(_ body: FormBody, refusal: String) async throws(AuthError) -> TokenGrant {
+        let (response, arrivedAt, serverDate) = try await exchange.post(binding.server.rawValue, contentType: Self.form, body: body.bytes)
+        let server = binding.server
+        let object = TokenExchange.object(response.body)
+        guard response.status == 200 else {
+            let error = object.flatMap { TokenExchange.string($0, "error") }
+            if (response.status == 400 || response.status == 401) && error == "invalid_grant" { throw .denied(refusal + "; sign in again") }
+            if let error {
+                let description = object.flatMap { TokenExchange.string($0, "error_description") }.map { ": " + TokenExchange.quote($0) } ?? ""
+                throw .unavailable("the token server \(server) refused the request (HTTP \(response.status), \(TokenExchange.quote(error))\(description))")
+            }
+            throw .unavailable("the token server \(server) failed (HTTP \(response.status)); try again later")
+        }
+        guard let object else { throw .protocolError("the token server \(server) answered with something other than a JSON object") }
+        guard let accessToken = TokenExchange.string(object, "access_token"), !accessToken.isEmpty else {
+            throw .protocolError("the token server \(server) answered without an access token")
+        }
+        let tokenType = TokenExchange.string(object, "token_type") ?? ""
+        guard tokenType.lowercased() == "bearer" else {
+            throw .protocolError("the token server \(server) answered with token type '\(TokenExchange.quote(tokenType))'; authctl handles Bearer tokens only")
+        }
+        let refreshToken = TokenExchange.string(object, "refresh_token").flatMap { $0.isEmpty ? nil : $0 }
+        let accessExpiry = try TokenExchange.number(object, "expires_in", server: server).map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
+        let refreshExpiry = try TokenExchange.number(object, "refresh_expires_in", server: server)
+            .map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
+        return TokenGrant(tokens: TokenSet(accessToken: accessToken, refreshToken: refreshToken, tokenType: "Bearer"),
+                          accessExpiry: accessExpiry, refreshExpiry: refreshToken == nil ? nil : refreshExpiry,
+                          serverDate: serverDate, arrivedAt: arrivedAt)
+    }
+}
+
+/// An `application/x-www-form-urlencoded` body. Built from bytes rather than with Foundation's
+/// percent-encoding of a `String`, so that the copy holding the password can be wiped.
+struct FormBody {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func add(_ name: String, _ value: String) {
+        add(name, bytes: Array(value.utf8))
+    }
+
+    mutating func add(_ name: String, bytes value: some Sequence<UInt8>) {
+        if !bytes.isEmpty { bytes.append(UInt8(ascii: "&")) }
+        append(Array(name.utf8))
+        bytes.append(UInt8(ascii: "="))
+        append(value)
+    }
+
+    mutating func add(_ name: String, bytes value: UnsafeRawBufferPointer) {
+        add(name, bytes: value.lazy.map { $0 })
+    }
+
+    /// Percent-encodes all but RFC 3986's unreserved characters.
+    private mutating func append(_ value: some Sequence<UInt8>) {
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in value {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+    }
+
+    mutating func wipe() {
+        bytes.withUnsafeMutableBytes { Posix.wipe($0) }
+    }
+}

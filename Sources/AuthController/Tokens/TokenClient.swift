@@ -1,0 +1,108 @@
+import Foundation
+
+/// Talks to a token server: the password grant, the refresh, the revocation (SPEC §10.2).
+/// Two implementations, one per protocol; `AuthControllerTesting` adds an in-memory server.
+public protocol TokenClient: Sendable {
+    /// Sends the password (password grant, or registration with `register`). A wrong password
+    /// is ``AuthError/denied(_:)`` (77).
+    func signIn(account: AccountID, password: Password, register: Bool) async throws(AuthError) -> TokenGrant
+
+    /// Exchanges the refresh token for new tokens. A refresh token the server no longer accepts
+    /// is ``AuthError/denied(_:)`` (77): the session is over.
+    func refresh(_ tokens: TokenSet) async throws(AuthError) -> TokenGrant
+
+    /// Revokes the refresh token where the server offers it (RFC 7009); does nothing otherwise.
+    func revoke(_ tokens: TokenSet) async throws(AuthError)
+}
+
+/// The token client for a binding, over `transport`.
+public func makeTokenClient(for binding: ServerBinding, transport: any HTTPTransport, timeout: Double,
+                            clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) -> any TokenClient {
+    switch binding.tokenProtocol {
+    case .oauth2: OAuth2TokenClient(binding: binding, transport: transport, timeout: timeout, clock: clock)
+    case .json: JSONAPITokenClient(binding: binding, transport: transport, timeout: timeout, clock: clock)
+    }
+}
+
+/// What both protocols share: headers, the clock, reading answers, quoting servers safely.
+struct TokenExchange: Sendable {
+    let binding: ServerBinding
+    let transport: any HTTPTransport
+    let timeout: Double
+    let clock: @Sendable () -> UInt64
+
+    /// `User-Agent` names authctl and its version.
+    static let userAgent = "authctl/\(AuthController.version)"
+
+    /// Posts and stamps the answer with its arrival time and the server's `Date`.
+    func post(_ url: String, contentType: String?, authorization: String? = nil,
+              body: [UInt8]) async throws(AuthError) -> (HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?) {
+        var headers = [("Accept", "application/json"), ("User-Agent", Self.userAgent)]
+        if let contentType { headers.append(("Content-Type", contentType)) }
+        if let authorization { headers.append(("Authorization", authorization)) }
+        let response = try await transport.post(HTTPRequest(url: url, headers: headers, body: body), timeout: timeout)
+        let arrivedAt = clock()
+        if (300..<400).contains(response.status) {
+            throw .protocolError("the token server \(binding.server) answered with a redirect (HTTP \(response.status)\(location(response))); authctl does not follow redirects: bind the final URL")
+        }
+        if response.body.count > maximumAnswerSize {
+            throw .protocolError("the token server \(binding.server) answered with more than 64 KiB")
+        }
+        return (response, arrivedAt, response.headers["date"].flatMap(HTTPDate.microseconds(imfFixdate:)))
+    }
+
+    private func location(_ response: HTTPResponse) -> String {
+        response.headers["location"].map { " to " + Self.quote($0) } ?? ""
+    }
+
+    /// The answer as a JSON object, or `nil` when it is not one.
+    static func object(_ body: [UInt8]) -> [String: Any]? {
+        guard !body.isEmpty, let value = try? JSONSerialization.jsonObject(with: Data(body)) else { return nil }
+        return value as? [String: Any]
+    }
+
+    /// A string member, `nil` when absent or not a string.
+    static func string(_ object: [String: Any], _ key: String) -> String? { object[key] as? String }
+
+    /// A numeric member (not a boolean), `nil` when absent; not a number, negative or not
+    /// finite is a protocol error.
+    static func number(_ object: [String: Any], _ key: String, server: ServerURL) throws(AuthError) -> Double? {
+        guard let value = object[key], !(value is NSNull) else { return nil }
+        guard let number = value as? NSNumber, !(value is Bool), number.doubleValue.isFinite, number.doubleValue >= 0 else {
+            throw .protocolError("the token server \(server) answered with a '\(key)' that is not a non-negative number")
+        }
+        return number.doubleValue
+    }
+
+    /// Server text as it may appear in a message: control characters removed, at most 200
+    /// characters (SPEC §10.2), so a hostile server cannot forge lines or flood a terminal.
+    static func quote(_ text: String) -> String {
+        let clean = String(String.UnicodeScalarView(text.unicodeScalars.filter { !isControl($0) && $0 != "\u{2028}" && $0 != "\u{2029}" }))
+        return clean.count > 200 ? String(clean.prefix(200)) + "…" : clean
+    }
+
+    /// Seconds as whole seconds, clamped to a century: a hostile server cannot overflow a clock.
+    static func seconds(_ value: Double) -> UInt64 {
+        UInt64(min(value, 100 * 365 * 86_400).rounded(.down))
+    }
+}
+
+/// Parses the `Date` header (RFC 9110's IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`), which
+/// servers must send in that form. By hand because Foundation's date formatters bring in ICU
+/// and its data, which would slow the start-up of every command.
+enum HTTPDate {
+    /// µs since the epoch of the middle of the named second (the header has one-second
+    /// resolution, SPEC §10.3); `nil` for anything else.
+    static func microseconds(imfFixdate text: String) -> UInt64? {
+        let parts = text.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
+              parts[1].count == 2, let day = Int(parts[1]), let monthIndex = months.firstIndex(of: String(parts[2])),
+              parts[3].count == 4, let year = Int(parts[3]), parts[4].count == 8 else { return nil }
+        func padded(_ number: Int, _ width: Int) -> String {
+            String(repeating: "0", count: max(0, width - String(number).count)) + String(number)
+        }
+        let rfc3339 = "\(padded(year, 4))-\(padded(monthIndex + 1, 2))-\(padded(day, 2))T\(parts[4])Z"
+        return Timestamp.microseconds(rfc3339: rfc3339).map { $0 + 500_000 }
+    }
+}

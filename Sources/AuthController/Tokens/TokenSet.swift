@@ -1,0 +1,91 @@
+/// The secret part of a signed-in account of a bound service, kept as one keyring item
+/// (SPEC §10.4): a JSON object with `accessToken`, `refreshToken` (may be absent) and `tokenType`.
+public struct TokenSet: Codable, Equatable, Sendable {
+    public var accessToken: String
+    public var refreshToken: String?
+    public var tokenType: String
+
+    public init(accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer") {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.tokenType = tokenType
+    }
+}
+
+/// What a token server answered to a password or refresh grant: the tokens and what it said
+/// of their lifetimes, before they are turned into local times (SPEC §10.3).
+public struct TokenGrant: Equatable, Sendable {
+    /// When an expiry is counted from.
+    public enum Expiry: Equatable, Sendable {
+        /// Seconds from when the answer arrived (`expires_in`).
+        case after(seconds: UInt64)
+        /// An instant by the server's clock, in µs since the epoch (`accessTokenExpire`, a JWT `exp`).
+        case at(serverMicroseconds: UInt64)
+    }
+
+    public var tokens: TokenSet
+    public var accessExpiry: Expiry?
+    public var refreshExpiry: Expiry?
+    /// The server's `Date` header, taken as the middle of its second, in µs; `nil` without one.
+    public var serverDate: UInt64?
+    /// When the answer arrived, by the local clock, in µs.
+    public var arrivedAt: UInt64
+
+    public init(tokens: TokenSet, accessExpiry: Expiry? = nil, refreshExpiry: Expiry? = nil, serverDate: UInt64? = nil,
+                arrivedAt: UInt64) {
+        self.tokens = tokens
+        self.accessExpiry = accessExpiry
+        self.refreshExpiry = refreshExpiry
+        self.serverDate = serverDate
+        self.arrivedAt = arrivedAt
+    }
+
+    /// The server's clock minus the local one, in µs (0 without a `Date` header).
+    public var clockOffset: Int64 {
+        guard let serverDate else { return 0 }
+        return Int64(clamping: serverDate) - Int64(clamping: arrivedAt)
+    }
+
+    /// The lifetimes as local times. An access token without a given expiry falls back to the
+    /// `exp` of its JWT payload, if it is one; a refresh token without one keeps `previous`'s
+    /// expiry when it is the same token (not rotated), else its expiry is unknown.
+    public func times(previous: (tokens: TokenSet, times: TokenTimes)? = nil) -> TokenTimes {
+        let offset = clockOffset
+        func local(_ expiry: Expiry?) -> UInt64? {
+            switch expiry {
+            case .after(let seconds)?: return arrivedAt.addingClamped(seconds.multipliedClamped(by: 1_000_000))
+            case .at(let server)?: return server.subtractingClamped(offset)
+            case nil: return nil
+            }
+        }
+        let accessExpiresAt = local(accessExpiry ?? JWT.expiry(of: tokens.accessToken).map { .at(serverMicroseconds: $0) })
+        var refreshExpiresAt = local(refreshExpiry)
+        if refreshExpiry == nil, let previous, previous.tokens.refreshToken == tokens.refreshToken {
+            refreshExpiresAt = previous.times.refreshExpiresAt
+        }
+        let lifetime = accessExpiresAt.map { $0 > arrivedAt ? ($0 - arrivedAt) / 1_000_000 : 0 }
+        // Whole seconds, as the settings keep it: `Date` has one-second resolution anyway.
+        let offsetSeconds = (Double(offset) / 1_000_000).rounded()
+        return TokenTimes(accessExpiresAt: accessExpiresAt, refreshExpiresAt: refreshExpiresAt,
+                          clockOffset: Int64(max(-1e15, min(1e15, offsetSeconds))), accessLifetime: lifetime)
+    }
+}
+
+extension UInt64 {
+    /// Saturating arithmetic for times a server chose: a hostile answer can make a time far
+    /// away, never a trap.
+    func addingClamped(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+
+    func multipliedClamped(by other: UInt64) -> UInt64 {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? .max : product
+    }
+
+    func subtractingClamped(_ offset: Int64) -> UInt64 {
+        if offset >= 0 { return self > UInt64(offset) ? self - UInt64(offset) : 0 }
+        return addingClamped(offset.magnitude)
+    }
+}
