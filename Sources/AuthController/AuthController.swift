@@ -14,20 +14,34 @@ import Synchronization
 public final class AuthController: Sendable {
     /// The service this controller acts on.
     public let service: ServiceName
-    private let keyring: any SecretStore
-    private let settings: any SettingsStore
+    /// Seconds each request to a token server may take.
+    public let serverTimeout: Double
+    let keyring: any SecretStore
+    let settings: any SettingsStore
     private let hasher: any PasswordHasher
     private let broadcaster: any EventBroadcaster
     private let notificationCenter: NotificationCenter
-    private let clock: @Sendable () -> UInt64
+    let clock: @Sendable () -> UInt64
     private let subscribers = Mutex<(next: Int, continuations: [Int: AsyncStream<LoginEvent>.Continuation])>((0, [:]))
+    /// Makes the token client of a binding (bound services only).
+    let tokenClients: @Sendable (ServerBinding) -> any TokenClient
+    /// The refresh of this controller's service in flight in this process, if any.
+    let refreshes = RefreshFlight()
 
     /// - Parameters:
+    ///   - tokenTransport: how to reach token servers (bound services, SPEC §10); `nil` for a
+    ///     controller of local accounts only.
+    ///   - serverTimeout: seconds each request to a token server may take.
     ///   - clock: microseconds since the Unix epoch.
     public init(service: ServiceName = .standard, keyring: any SecretStore, settings: any SettingsStore,
                 hasher: any PasswordHasher = Argon2idHasher(), broadcaster: any EventBroadcaster,
-                notificationCenter: NotificationCenter = .default,
-                clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
+                notificationCenter: NotificationCenter = .default, tokenTransport: (any HTTPTransport)? = nil,
+                serverTimeout: Double = 10, clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
+        self.tokenClients = { binding in
+            guard let tokenTransport else { return UnreachableTokenClient() }
+            return makeTokenClient(for: binding, transport: tokenTransport, timeout: serverTimeout, clock: clock)
+        }
+        self.serverTimeout = serverTimeout
         self.service = service
         self.keyring = keyring
         self.settings = settings
@@ -76,6 +90,11 @@ public final class AuthController: Sendable {
     /// or nothing when `account` already was.
     @discardableResult
     public func signIn(account: AccountID, name: String, password: Password) throws(AuthError) -> ChangeOutcome {
+        try refuseIfBound("signIn(account:name:password:register:binding:)")
+        return try signInLocally(account: account, name: name, password: password)
+    }
+
+    func signInLocally(account: AccountID, name: String, password: Password) throws(AuthError) -> ChangeOutcome {
         // Settings problems (78, 74) are reported before keyring ones.
         _ = try settings.read(service: service)
         // Argon2 is slow by design: do it before taking the lock, then check under the lock
@@ -126,6 +145,10 @@ public final class AuthController: Sendable {
     /// settings file is replaced (a copy is kept) and nothing else happens.
     @discardableResult
     public func signOut(keepingCredentials: Bool) throws(AuthError) -> ChangeOutcome {
+        try signOutLocally(keepingCredentials: keepingCredentials)
+    }
+
+    func signOutLocally(keepingCredentials: Bool) throws(AuthError) -> ChangeOutcome {
         // An unlock prompt may stay up for a minute: show it before taking the settings lock,
         // which every other authctl waits for at most 5 s.
         if !keepingCredentials, try settings.read(service: service).record.user != nil { try keyring.unlock() }
@@ -145,9 +168,11 @@ public final class AuthController: Sendable {
             change.events = [try event(.signedOut, user, .signOut, name: record.name ?? "", at: clock(), after: record.sequence)]
             change.record = record.signedOut(sequence: change.events[0].sequence)
             if !keepingCredentials {
-                let removed = try keyring.secret(service: service, account: user)
-                try keyring.deleteItem(service: service, account: user)
-                change.undo = { if let removed { self.restore(removed, of: user) } }
+                let key = itemKey(user, in: record)
+                let removed = try keyring.secret(key)
+                try keyring.deleteItem(key)
+                let label = record.binding.map { tokenLabel(user, $0) } ?? label(for: user)
+                change.undo = { self.restore(removed, at: key, label: label) }
             }
             return change
         }
@@ -157,24 +182,30 @@ public final class AuthController: Sendable {
     /// event, reason `forget`). Idempotent.
     @discardableResult
     public func forget(_ account: AccountID) throws(AuthError) -> ChangeOutcome {
-        try checkSettings()
+        try forgetLocally(account)
+    }
+
+    func forgetLocally(_ account: AccountID) throws(AuthError) -> ChangeOutcome {
+        let record = try intactRecord()
         // As in signOut(keepingCredentials:): any unlock prompt comes before the settings lock.
-        if try keyring.containsItem(service: service, account: account) { try keyring.unlock() }
+        if try keyring.containsItem(itemKey(account, in: record)) { try keyring.unlock() }
         return try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
             var change = Change()
+            let key = itemKey(account, in: record)
             guard record.user == account else {
-                if try !keyring.deleteItem(service: service, account: account) {
-                    change.warnings.append("\(account) has no stored password hash for \(service)")
+                if try !keyring.deleteItem(key) {
+                    change.warnings.append("\(account) has no stored \(record.binding == nil ? "password hash" : "tokens") for \(service)")
                 }
                 return change
             }
             // Signed in, so the item exists (stale state was cleared before this runs).
             change.events = [try event(.signedOut, account, .forget, name: record.name ?? "", at: clock(), after: record.sequence)]
             change.record = record.signedOut(sequence: change.events[0].sequence)
-            let removed = try keyring.secret(service: service, account: account)
-            try keyring.deleteItem(service: service, account: account)
-            change.undo = { if let removed { self.restore(removed, of: account) } }
+            let removed = try keyring.secret(key)
+            try keyring.deleteItem(key)
+            let label = record.binding.map { tokenLabel(account, $0) } ?? label(for: account)
+            change.undo = { self.restore(removed, at: key, label: label) }
             return change
         }
     }
@@ -184,6 +215,18 @@ public final class AuthController: Sendable {
     /// ``AuthError/denied(_:)`` on a mismatch. May upgrade a weak hash.
     @discardableResult
     public func verify(_ password: Password) throws(AuthError) -> ChangeOutcome {
+        try refuseIfBound("verify(_:)")
+        return try verifyLocally(password)
+    }
+
+    /// A bound service signs in and verifies at its server: only the async API can do that.
+    private func refuseIfBound(_ asyncAPI: String) throws(AuthError) {
+        if let binding = try settings.read(service: service).record.binding {
+            throw .unavailable("\(service) is bound to the token server \(binding.server); use `await \(asyncAPI)`, which asks it")
+        }
+    }
+
+    func verifyLocally(_ password: Password) throws(AuthError) -> ChangeOutcome {
         let current = try status()
         guard let account = current.user,
               let stored = try keyring.secret(service: service, account: account) else {
@@ -211,11 +254,16 @@ public final class AuthController: Sendable {
     public func status() throws(AuthError) -> LoginStatus {
         let record = try intactRecord()
         let locked = try keyring.isLocked()
-        guard let user = try signedInAccount(in: record) else {
-            return LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
-        }
-        return LoginStatus(service: service, user: user, name: record.name, signedInAt: record.signedInAt,
-                           sequence: record.sequence, keyringLocked: locked)
+        var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
+        status.server = record.binding?.server
+        // A bound session also ends when its refresh token's known expiry has passed.
+        guard let user = try signedInAccount(in: record), !sessionHasEnded(record) else { return status }
+        status.user = user
+        status.name = record.name
+        status.signedInAt = record.signedInAt
+        status.accessTokenExpiresAt = record.tokenTimes?.accessExpiresAt
+        status.refreshTokenExpiresAt = record.tokenTimes?.refreshExpiresAt
+        return status
     }
 
     /// The current state as an event with reason `initial` (user `nil` when nobody is signed
@@ -234,7 +282,7 @@ public final class AuthController: Sendable {
 
     /// The service's record; a corrupt file is an error here (only sign-in and sign-out
     /// replace one).
-    private func intactRecord() throws(AuthError) -> SessionRecord {
+    func intactRecord() throws(AuthError) -> SessionRecord {
         let read = try settings.read(service: service)
         if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
         return read.record
@@ -250,8 +298,9 @@ public final class AuthController: Sendable {
     /// The accounts with a stored hash, sorted by bytes, marking the signed-in one. Never
     /// prompts; a locked keyring is ``AuthError/unavailable(_:detail:)``.
     public func accounts() throws(AuthError) -> [Account] {
-        let current = try intactRecord().user
-        return try keyring.accounts(service: service).sorted().map { Account(id: $0, isCurrent: $0 == current) }
+        let record = try intactRecord()
+        return try keyring.accounts(service: service, server: record.binding?.server).sorted()
+            .map { Account(id: $0, isCurrent: $0 == record.user) }
     }
 
     /// A stream of this controller's events, from now on.
@@ -296,14 +345,19 @@ public final class AuthController: Sendable {
     }
 
     /// The account the record names, if its keyring item exists (else the record is stale).
-    private func signedInAccount(in record: SessionRecord) throws(AuthError) -> AccountID? {
-        guard let user = record.user, try keyring.containsItem(service: service, account: user) else { return nil }
+    func signedInAccount(in record: SessionRecord) throws(AuthError) -> AccountID? {
+        guard let user = record.user, try keyring.containsItem(itemKey(user, in: record)) else { return nil }
         return user
+    }
+
+    /// Where `account`'s item is: its password hash, or its tokens at the bound server.
+    func itemKey(_ account: AccountID, in record: SessionRecord) -> ItemKey {
+        ItemKey(service: service, account: account, server: record.binding?.server)
     }
 
     /// What a change under the settings lock does: the record to save (`nil`: nothing to
     /// save), its events, warnings, and how to put the keyring back should the save fail.
-    private struct Change {
+    struct Change {
         var record: SessionRecord?
         var events: [LoginEvent] = []
         var warnings: [String] = []
@@ -317,13 +371,13 @@ public final class AuthController: Sendable {
     /// reason `removed`), let `body` make its change to the keyring, save the record — undoing
     /// the keyring change if that fails, so a failed command changes nothing — and broadcast
     /// the events; after the lock, post them in-process.
-    private func change(_ body: (SettingsRead, SessionRecord) throws(AuthError) -> Change) throws(AuthError) -> ChangeOutcome {
+    func change(_ body: (SettingsRead, SessionRecord) throws(AuthError) -> Change) throws(AuthError) -> ChangeOutcome {
         var warnings: [String] = []
         let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
             let read = try settings.read(service: service)
             var record = read.record
             var ended: [LoginEvent] = []
-            if let user = record.user, try !keyring.containsItem(service: service, account: user) {
+            if let user = record.user, try !keyring.containsItem(itemKey(user, in: record)) {
                 ended = [try event(.signedOut, user, .removed, name: record.name ?? "", at: clock(), after: record.sequence)]
                 record = record.signedOut(sequence: ended[0].sequence)
             }
@@ -366,7 +420,7 @@ public final class AuthController: Sendable {
 
     /// An event numbered `skipping + 1` after `sequence`. The numbers come from the settings
     /// file, so they are checked, never trapped on: a sequence at its limit is a corrupt file.
-    private func event(_ status: LoginEvent.Status, _ user: AccountID, _ reason: LoginEvent.Reason, name: String,
+    func event(_ status: LoginEvent.Status, _ user: AccountID, _ reason: LoginEvent.Reason, name: String,
                        at time: UInt64, after sequence: UInt64, skipping: Int = 0,
                        previousUser: AccountID? = nil) throws(AuthError) -> LoginEvent {
         let (number, overflow) = sequence.addingReportingOverflow(UInt64(skipping) + 1)
@@ -430,6 +484,12 @@ public struct LoginStatus: Equatable, Sendable {
     public var sequence: UInt64
     /// Whether the keyring's default collection is locked.
     public var keyringLocked: Bool
+    /// The token server the service is bound to, `nil` for a local service.
+    public var server: ServerURL?
+    /// When the signed-in account's access token expires (µs, local clock); `nil` when unknown.
+    public var accessTokenExpiresAt: UInt64?
+    /// When its refresh token expires, likewise.
+    public var refreshTokenExpiresAt: UInt64?
 
     public init(service: ServiceName, user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil,
                 sequence: UInt64, keyringLocked: Bool) {

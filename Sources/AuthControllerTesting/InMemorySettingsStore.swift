@@ -49,4 +49,34 @@ public final class InMemorySettingsStore: SettingsStore {
     public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
         try lock.withLock { (_) throws(AuthError) -> T in try body() }
     }
+
+    public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
+                                             _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
+        try await refreshLocks.lock(service, timeout: timeout)
+        defer { Task { await refreshLocks.unlock(service) } }
+        return try await body()
+    }
+
+    private let refreshLocks = AsyncLocks()
+}
+
+/// One lock per service for tasks, waited for in turn.
+private actor AsyncLocks {
+    private var held: Set<ServiceName> = []
+    private var waiters: [ServiceName: [CheckedContinuation<Void, Never>]] = [:]
+
+    func lock(_ service: ServiceName, timeout: Double) async throws(AuthError) {
+        if held.insert(service).inserted { return }
+        await withCheckedContinuation { waiters[service, default: []].append($0) }
+    }
+
+    func unlock(_ service: ServiceName) {
+        if var queue = waiters[service], !queue.isEmpty {
+            let next = queue.removeFirst()
+            waiters[service] = queue
+            next.resume()  // the lock passes to the next waiter
+        } else {
+            held.remove(service)
+        }
+    }
 }

@@ -297,7 +297,7 @@ struct ControllerTests {
         let stream = fixture.controller.events()
         try fixture.signIn("a")
         try fixture.signIn("b")
-        try fixture.controller.signOut(keepingCredentials: false)
+        try await fixture.controller.signOut(keepingCredentials: false)
         #expect(received.withLock { $0 } == fixture.broadcaster.events)
         var streamed: [LoginEvent] = []
         for await event in stream {

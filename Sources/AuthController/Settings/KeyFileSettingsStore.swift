@@ -89,6 +89,27 @@ public struct KeyFileSettingsStore: SettingsStore {
         return try body()
     }
 
+    public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
+                                             _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
+        try createDirectory()
+        // One file per service, named by a digest: a service name may be 255 bytes, too long
+        // for a file name with a prefix.
+        let path = "\(directory)/refresh-\(GLibText.md5Hex(service.rawValue)).lock"
+        let descriptor = try io("open the refresh lock \(path)") { () throws(Posix.Failure) in try Posix.openLockFile(path) }
+        defer { Posix.close(descriptor) }
+        let giveUp = Posix.monotonicSeconds() + timeout
+        var backoff = 1
+        while try !io("lock \(path)", { () throws(Posix.Failure) in try Posix.tryLockExclusive(descriptor) }) {
+            guard Posix.monotonicSeconds() < giveUp else {
+                throw .temporaryFailure("another authctl has been refreshing the token of \(service) for more than \(formatSeconds(timeout)) s; try again")
+            }
+            // Waiting suspends the task, not a thread.
+            try? await Task.sleep(for: .milliseconds(backoff))
+            backoff = min(backoff * 2, 20)
+        }
+        return try await body()
+    }
+
     // MARK: - Decoding
 
     struct Corrupt: Error { let reason: String }

@@ -57,4 +57,10 @@ public protocol SettingsStore: Sendable {
 
     /// Runs `body` holding the exclusive settings lock, waited for at most a few seconds (75).
     func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T
+
+    /// Runs `body` holding the refresh lock of `service` — one token refresh at a time per
+    /// service, across processes — waited for at most `timeout` seconds (75). It is a lock of
+    /// its own: the settings lock stays free while a slow server is asked.
+    func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
+                                      _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T
 }
