@@ -169,7 +169,8 @@ extension AuthController {
     private func isDue(_ times: TokenTimes, minValid: UInt64) -> Bool {
         guard let expiresAt = times.accessExpiresAt else { return false }
         let threshold = min(minValid, times.accessLifetime.map { $0 / 2 } ?? minValid)
-        return expiresAt < clock().addingClamped(threshold.multipliedClamped(by: 1_000_000))
+        let now = clock()
+        return expiresAt <= now || expiresAt < now.addingClamped(threshold.multipliedClamped(by: 1_000_000))
     }
 
     /// The refresh itself, holding the service's refresh lock: whoever waited for the lock

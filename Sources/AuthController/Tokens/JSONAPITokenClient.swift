@@ -42,28 +42,41 @@ struct JSONAPITokenClient: TokenClient {
 
     private func grant(_ response: HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?,
                        refusal: String) throws(AuthError) -> TokenGrant {
-        let object = TokenExchange.object(response.body)
+        let answer = TokenExchange.decode(Answer.self, response.body)
         guard response.status == 200 || response.status == 201 else {
             if response.status == 401 || response.status == 403 { throw .denied(refusal + "; sign in again") }
-            if let object, object["code"] != nil, let message = TokenExchange.string(object, "message") {
+            if let failure = TokenExchange.decode(Failure.self, response.body), let message = failure.message {
                 throw .unavailable("the token server \(server) failed (HTTP \(response.status): \(TokenExchange.quote(message)))")
             }
             throw .unavailable("the token server \(server) failed (HTTP \(response.status)); try again later")
         }
-        guard let object else { throw .protocolError("the token server \(server) answered with something other than a JSON object") }
-        guard let accessToken = TokenExchange.string(object, "accessToken"), !accessToken.isEmpty else {
+        guard let answer else {
+            throw .protocolError("the token server \(server) answered with something other than the JSON object of a token answer")
+        }
+        guard let accessToken = answer.accessToken, !accessToken.isEmpty else {
             throw .protocolError("the token server \(server) answered without an access token")
         }
-        let refreshToken = TokenExchange.string(object, "refreshToken").flatMap { $0.isEmpty ? nil : $0 }
-        func expiry(_ key: String) throws(AuthError) -> TokenGrant.Expiry? {
-            try TokenExchange.number(object, key, server: server).map { milliseconds in
-                .at(serverMicroseconds: UInt64(min(milliseconds, 1e15)) * 1000)
-            }
+        let refreshToken = answer.refreshToken.flatMap { $0.isEmpty ? nil : $0 }
+        func expiry(_ milliseconds: Double?, _ key: String) throws(AuthError) -> TokenGrant.Expiry? {
+            try TokenExchange.nonNegative(milliseconds, key, server: server).map { .at(serverMicroseconds: UInt64(min($0, 1e15)) * 1000) }
         }
         return TokenGrant(tokens: TokenSet(accessToken: accessToken, refreshToken: refreshToken),
-                          accessExpiry: try expiry("accessTokenExpire"),
-                          refreshExpiry: refreshToken == nil ? nil : try expiry("refreshTokenExpire"),
+                          accessExpiry: try expiry(answer.accessTokenExpire, "accessTokenExpire"),
+                          refreshExpiry: refreshToken == nil ? nil : try expiry(answer.refreshTokenExpire, "refreshTokenExpire"),
                           serverDate: serverDate, arrivedAt: arrivedAt)
+    }
+
+    /// The members authctl reads; others are ignored.
+    private struct Answer: Decodable {
+        var accessToken: String?
+        var accessTokenExpire: Double?
+        var refreshToken: String?
+        var refreshTokenExpire: Double?
+    }
+
+    /// `{"code", "message"}`: the code may be a number or a string.
+    private struct Failure: Decodable {
+        var message: String?
     }
 
     /// A JSON string literal of UTF-8 bytes (quotes, backslash and control characters escaped).

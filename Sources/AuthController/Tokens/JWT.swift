@@ -7,12 +7,11 @@ enum JWT {
     /// The `exp` claim in µs since the epoch (by the server's clock), or `nil` when `token` is
     /// not a JWT with a numeric `exp`.
     static func expiry(of token: String) -> UInt64? {
+        struct Claims: Decodable { var exp: Double? }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[1].utf8.count <= 16 * 1024, let payload = base64URLDecoded(parts[1]),
-              let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any],
-              let exp = object["exp"] as? NSNumber, !(object["exp"] is Bool) else { return nil }
-        let seconds = exp.doubleValue
-        guard seconds.isFinite, seconds > 0, seconds < 1e13 else { return nil }
+              let seconds = try? JSONDecoder().decode(Claims.self, from: payload).exp,
+              seconds.isFinite, seconds > 0, seconds < 1e13 else { return nil }
         return UInt64(seconds * 1_000_000)
     }
 

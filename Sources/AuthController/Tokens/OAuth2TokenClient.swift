@@ -58,30 +58,44 @@ struct OAuth2TokenClient: TokenClient {
         if let scope = binding.scope { body.add("scope", scope) }
     }
 
+    /// RFC 6749 §5.1 and §5.2: the members authctl reads. A member of the wrong type makes the
+    /// whole answer not understood.
+    private struct Answer: Decodable {
+        var access_token: String?
+        var token_type: String?
+        var expires_in: Double?
+        var refresh_token: String?
+        var refresh_expires_in: Double?
+        var error: String?
+        var error_description: String?
+    }
+
     private func grant(_ body: FormBody, refusal: String) async throws(AuthError) -> TokenGrant {
         let (response, arrivedAt, serverDate) = try await exchange.post(binding.server.rawValue, contentType: Self.form, body: body.bytes)
         let server = binding.server
-        let object = TokenExchange.object(response.body)
+        let answer = TokenExchange.decode(Answer.self, response.body)
         guard response.status == 200 else {
-            let error = object.flatMap { TokenExchange.string($0, "error") }
-            if (response.status == 400 || response.status == 401) && error == "invalid_grant" { throw .denied(refusal + "; sign in again") }
-            if let error {
-                let description = object.flatMap { TokenExchange.string($0, "error_description") }.map { ": " + TokenExchange.quote($0) } ?? ""
+            if (response.status == 400 || response.status == 401) && answer?.error == "invalid_grant" { throw .denied(refusal + "; sign in again") }
+            if let error = answer?.error {
+                let description = answer?.error_description.map { ": " + TokenExchange.quote($0) } ?? ""
                 throw .unavailable("the token server \(server) refused the request (HTTP \(response.status), \(TokenExchange.quote(error))\(description))")
             }
             throw .unavailable("the token server \(server) failed (HTTP \(response.status)); try again later")
         }
-        guard let object else { throw .protocolError("the token server \(server) answered with something other than a JSON object") }
-        guard let accessToken = TokenExchange.string(object, "access_token"), !accessToken.isEmpty else {
+        guard let answer else {
+            throw .protocolError("the token server \(server) answered with something other than the JSON object of a token answer")
+        }
+        guard let accessToken = answer.access_token, !accessToken.isEmpty else {
             throw .protocolError("the token server \(server) answered without an access token")
         }
-        let tokenType = TokenExchange.string(object, "token_type") ?? ""
+        let tokenType = answer.token_type ?? ""
         guard tokenType.lowercased() == "bearer" else {
             throw .protocolError("the token server \(server) answered with token type '\(TokenExchange.quote(tokenType))'; authctl handles Bearer tokens only")
         }
-        let refreshToken = TokenExchange.string(object, "refresh_token").flatMap { $0.isEmpty ? nil : $0 }
-        let accessExpiry = try TokenExchange.number(object, "expires_in", server: server).map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
-        let refreshExpiry = try TokenExchange.number(object, "refresh_expires_in", server: server)
+        let refreshToken = answer.refresh_token.flatMap { $0.isEmpty ? nil : $0 }
+        let accessExpiry = try TokenExchange.nonNegative(answer.expires_in, "expires_in", server: server)
+            .map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
+        let refreshExpiry = try TokenExchange.nonNegative(answer.refresh_expires_in, "refresh_expires_in", server: server)
             .map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
         return TokenGrant(tokens: TokenSet(accessToken: accessToken, refreshToken: refreshToken, tokenType: "Bearer"),
                           accessExpiry: accessExpiry, refreshExpiry: refreshToken == nil ? nil : refreshExpiry,

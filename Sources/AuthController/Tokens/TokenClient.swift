@@ -55,23 +55,21 @@ struct TokenExchange: Sendable {
         response.headers["location"].map { " to " + Self.quote($0) } ?? ""
     }
 
-    /// The answer as a JSON object, or `nil` when it is not one.
-    static func object(_ body: [UInt8]) -> [String: Any]? {
-        guard !body.isEmpty, let value = try? JSONSerialization.jsonObject(with: Data(body)) else { return nil }
-        return value as? [String: Any]
+    /// The answer decoded as `Answer` (a struct of optional members), `nil` when it is not a
+    /// JSON object of those types. JSONDecoder tells `true` from `1`, which JSONSerialization's
+    /// `NSNumber` does not.
+    static func decode<Answer: Decodable>(_ type: Answer.Type, _ body: [UInt8]) -> Answer? {
+        guard body.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else { return nil }
+        return try? JSONDecoder().decode(Answer.self, from: Data(body))
     }
 
-    /// A string member, `nil` when absent or not a string.
-    static func string(_ object: [String: Any], _ key: String) -> String? { object[key] as? String }
-
-    /// A numeric member (not a boolean), `nil` when absent; not a number, negative or not
-    /// finite is a protocol error.
-    static func number(_ object: [String: Any], _ key: String, server: ServerURL) throws(AuthError) -> Double? {
-        guard let value = object[key], !(value is NSNull) else { return nil }
-        guard let number = value as? NSNumber, !(value is Bool), number.doubleValue.isFinite, number.doubleValue >= 0 else {
+    /// A lifetime or expiry the server gave: not negative, finite; else a protocol error.
+    static func nonNegative(_ value: Double?, _ key: String, server: ServerURL) throws(AuthError) -> Double? {
+        guard let value else { return nil }
+        guard value.isFinite, value >= 0 else {
             throw .protocolError("the token server \(server) answered with a '\(key)' that is not a non-negative number")
         }
-        return number.doubleValue
+        return value
     }
 
     /// Server text as it may appear in a message: control characters removed, at most 200
