@@ -44,9 +44,15 @@ let package = Package(
             pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]
         ),
+        // libsoup-3.0, loaded on the first request to a token server (see its shim.h).
+        .target(
+            name: "CLibsoup",
+            dependencies: ["CLibsecret"],
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         .target(
             name: "AuthController",
-            dependencies: ["CLibsecret", "CArgon2", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: ["CLibsecret", "CArgon2", "CLibsoup", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings
         ),
         .target(

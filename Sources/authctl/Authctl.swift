@@ -9,11 +9,13 @@ struct Authctl: AsyncParsableCommand {
         abstract: "Sign in and out on the Linux desktop, with password hashes in the Secret Service.",
         discussion: """
             Exit status: 0 success, 1 signed out or nobody signed in, 64 usage, 65 bad input, \
-            69 keyring or bus unavailable, 74 settings I/O, 75 timed out, 77 wrong password, \
+            69 keyring, bus or token server unavailable, 74 settings I/O, 75 timed out, \
+            76 token server answer not understood, 77 wrong password or session ended, \
             78 settings corrupt or unsafe.
             """,
         version: AuthController.version,
-        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Watch.self, Sandbox.self, DoctorCommand.self]
+        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self,
+                      Server.self, Watch.self, Sandbox.self, DoctorCommand.self]
     )
 
     @OptionGroup var global: GlobalOptions

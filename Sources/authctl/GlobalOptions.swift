@@ -12,9 +12,15 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Deadline for each Secret Service call (default: 60 for a call that may prompt, otherwise 5).", valueName: "seconds"))
     var keyringTimeout: Double?
 
+    @Option(name: .long, help: ArgumentHelp("Deadline for each request to a token server (default: 10).", valueName: "seconds"))
+    var serverTimeout: Double?
+
     func validate() throws {
         if let keyringTimeout, !(keyringTimeout > 0 && keyringTimeout <= 86_400) {
             throw ValidationError("--keyring-timeout takes a number of seconds greater than 0 and at most 86400")
+        }
+        if let serverTimeout, !(serverTimeout > 0 && serverTimeout <= 86_400) {
+            throw ValidationError("--server-timeout takes a number of seconds greater than 0 and at most 86400")
         }
     }
 
@@ -50,7 +56,9 @@ struct GlobalOptions: ParsableArguments {
             keyring: SecretServiceStore(promptAllowed: promptAllowed, promptTimeout: keyringTimeout ?? 60,
                                         callTimeout: keyringTimeout ?? 5),
             settings: KeyFileSettingsStore(directory: Self.settingsDirectory()),
-            broadcaster: DBusBroadcaster()
+            broadcaster: DBusBroadcaster(),
+            tokenTransport: SoupTransport(),
+            serverTimeout: serverTimeout ?? 10
         )
     }
 }

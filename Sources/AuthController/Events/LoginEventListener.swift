@@ -60,7 +60,7 @@ public final class LoginEventListener: Sendable {
             try GDBus.connectionPingBus(connection, deadline)
         } catch {
             stop()
-            throw SessionBus.authError(error, from: .bus, while: "subscribe on the session bus", deadline: deadline)
+            throw ErrorMap.authError(error, from: .bus, while: "subscribe on the session bus", deadline: deadline)
         }
     }
 

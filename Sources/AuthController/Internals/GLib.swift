@@ -1,4 +1,5 @@
 internal import CLibsecret
+internal import CLibsoup
 import Dispatch
 import Synchronization
 
@@ -6,7 +7,7 @@ import Synchronization
 /// the only place that frees one.
 struct GLibError: Error, Sendable {
     enum Domain: Sendable, Equatable {
-        case io, dbus, secret, keyFile, other(String)
+        case io, dbus, secret, keyFile, tls, resolver, soup, other(String)
     }
 
     let domain: Domain
@@ -24,6 +25,9 @@ struct GLibError: Error, Sendable {
         case .dbus: name = "g-dbus-error-quark"
         case .secret: name = "secret-error"
         case .keyFile: name = "g-key-file-error-quark"
+        case .tls: name = "g-tls-error-quark"
+        case .resolver: name = "g-resolver-error-quark"
+        case .soup: name = "soup_session_error_quark"
         case .other(let quark): name = quark
         }
         return "\(name):\(code): \(message)"
@@ -41,6 +45,9 @@ struct GLibError: Error, Sendable {
         case authctl_dbus_error_quark(): domain = .dbus
         case authctl_secret_error_quark(): domain = .secret
         case authctl_key_file_error_quark(): domain = .keyFile
+        case authctl_tls_error_quark(): domain = .tls
+        case authctl_resolver_error_quark(): domain = .resolver
+        case _ where quark != 0 && quark == authctl_soup_session_error_quark(): domain = .soup
         default: domain = .other(String(cString: g_quark_to_string(quark)))
         }
         var remoteName: String?
@@ -102,6 +109,13 @@ final class Deadline: @unchecked Sendable {
 
     /// Whether the deadline passed (and the cancellable was cancelled because of it).
     var expired: Bool { state.flags.withLock { $0.expired } }
+
+    /// Disarms the timer, waiting for a cancellation already under way: afterwards no
+    /// cancellation handler runs, so objects that handlers touch (libsoup's request) may go.
+    func finish() {
+        state.flags.withLock { $0.finished = true }
+        timer.cancel()
+    }
 
     deinit {
         state.flags.withLock { $0.finished = true }

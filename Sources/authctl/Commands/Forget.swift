@@ -1,7 +1,7 @@
 import ArgumentParser
 import AuthController
 
-struct Forget: ParsableCommand {
+struct Forget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete an account's stored password hash, signing it out if it is signed in.",
         discussion: "Exit status: 0, also when there was nothing to forget."
@@ -12,9 +12,9 @@ struct Forget: ParsableCommand {
     @Argument(help: "The account id.")
     var account: String
 
-    func run() throws {
+    func run() async throws {
         let controller = try global.makeController()
-        let outcome = try controller.forget(AccountID(validating: account))
+        let outcome = try await controller.forget(AccountID(validating: account))
         Output.warnings(outcome)
         if !outcome.events.isEmpty { try Output.line("Signed out of \(controller.service): \(account).") }
     }

@@ -1,11 +1,15 @@
 import ArgumentParser
 import AuthController
 
-struct SignIn: ParsableCommand {
+struct SignIn: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign-in",
         abstract: "Sign an account in, enrolling it if it has no stored password hash.",
-        discussion: "Exit status: 0 signed in, 77 wrong password (nothing changes)."
+        discussion: """
+            For a service bound to a token server (`authctl server set`, or --server here), the \
+            password goes to the server and the tokens it answers with go to the keyring.
+            Exit status: 0 signed in, 77 wrong password (nothing changes).
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -19,21 +23,34 @@ struct SignIn: ParsableCommand {
     @Flag(help: "Read the password from standard input up to end of file.")
     var passwordStdin = false
 
-    func run() throws {
+    @OptionGroup(title: "Token server") var server: ServerOptions
+
+    @Flag(help: "Create the account at the token server first (protocol json).")
+    var register = false
+
+    func validate() throws {
+        if server.url == nil && server.hasDetails {
+            throw ValidationError("--protocol, --client-id, --scope and --revoke-url go with --server URL")
+        }
+    }
+
+    func run() async throws {
         try PasswordReader.requireSource(passwordStdin: passwordStdin)
         let controller = try global.makeController()
         let account = try AccountID(validating: account)
         let name = try DisplayName.validate(name ?? Self.defaultDisplayName())
+        let binding = try server.binding()
         let password: Password
         if passwordStdin {
             password = try PasswordReader.readStandardInput()
         } else {
-            let isNew = try !controller.hasStoredPassword(for: account)
+            let bound = try binding ?? controller.binding()
+            let isNew = bound == nil ? try !controller.hasStoredPassword(for: account) : register
             password = try PasswordReader.read(passwordStdin: false,
                                                prompt: isNew ? "New password for \(account): " : "Password for \(account): ",
                                                confirm: isNew)
         }
-        let outcome = try controller.signIn(account: account, name: name, password: password)
+        let outcome = try await controller.signIn(account: account, name: name, password: password, register: register, binding: binding)
         Output.warnings(outcome)
         try Output.line(outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(account)."
                                            : "Signed in to \(controller.service) as \(account).")

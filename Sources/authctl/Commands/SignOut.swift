@@ -1,7 +1,7 @@
 import ArgumentParser
 import AuthController
 
-struct SignOut: ParsableCommand {
+struct SignOut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign-out",
         abstract: "Sign the current account out and delete its stored password hash.",
@@ -13,9 +13,9 @@ struct SignOut: ParsableCommand {
     @Flag(help: "Keep the account's stored password hash.")
     var keepCredentials = false
 
-    func run() throws {
+    func run() async throws {
         let controller = try global.makeController()
-        let outcome = try controller.signOut(keepingCredentials: keepCredentials)
+        let outcome = try await controller.signOut(keepingCredentials: keepCredentials)
         Output.warnings(outcome)
         // A stale session ended on the way (reason `removed`) is told on stderr, not as a sign-out.
         for event in outcome.events where event.reason == .signOut {

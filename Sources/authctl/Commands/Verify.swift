@@ -1,7 +1,7 @@
 import ArgumentParser
 import AuthController
 
-struct Verify: ParsableCommand {
+struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a password against the signed-in account (re-authentication).",
         discussion: "Exit status: 0 match, 77 mismatch, 1 nobody signed in."
@@ -12,7 +12,7 @@ struct Verify: ParsableCommand {
     @Flag(help: "Read the password from standard input up to end of file.")
     var passwordStdin = false
 
-    func run() throws {
+    func run() async throws {
         try PasswordReader.requireSource(passwordStdin: passwordStdin)
         let controller = try global.makeController()
         let password: Password
@@ -24,7 +24,7 @@ struct Verify: ParsableCommand {
             }
             password = try PasswordReader.read(passwordStdin: false, prompt: "Password for \(user): ", confirm: false)
         }
-        let outcome = try controller.verify(password)
+        let outcome = try await controller.verify(password)
         Output.warnings(outcome)
         try Output.line("Password verified.")
     }

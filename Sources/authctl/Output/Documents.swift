@@ -13,6 +13,9 @@ struct StatusDocument: Encodable {
     var sequence: UInt64
     var keyringLocked: Bool
     @Nullable var avatarURL: String?
+    @Nullable var server: String?
+    @Nullable var accessTokenExpiresAt: String?
+    @Nullable var refreshTokenExpiresAt: String?
 
     init(_ status: LoginStatus) {
         service = status.service.rawValue
@@ -23,6 +26,45 @@ struct StatusDocument: Encodable {
         sequence = status.sequence
         keyringLocked = status.keyringLocked
         avatarURL = status.avatarURL
+        server = status.server?.rawValue
+        accessTokenExpiresAt = status.accessTokenExpiresAt.map(Timestamp.rfc3339(microseconds:))
+        refreshTokenExpiresAt = status.refreshTokenExpiresAt.map(Timestamp.rfc3339(microseconds:))
+    }
+}
+
+/// `server show --json`.
+struct BindingDocument: Encodable {
+    var service: String
+    @Nullable var server: String?
+    @Nullable var `protocol`: String?
+    @Nullable var clientId: String?
+    @Nullable var scope: String?
+    @Nullable var revokeUrl: String?
+
+    init(service: ServiceName, _ binding: ServerBinding?) {
+        self.service = service.rawValue
+        server = binding?.server.rawValue
+        `protocol` = binding?.tokenProtocol.rawValue
+        clientId = binding?.clientID
+        scope = binding?.scope
+        revokeUrl = binding?.revokeURL?.rawValue
+    }
+}
+
+/// `token --json`.
+struct TokenDocument: Encodable {
+    var service: String
+    var user: String
+    var accessToken: String
+    var tokenType: String
+    @Nullable var expiresAt: String?
+
+    init(service: ServiceName, _ token: AuthController.AccessToken) {
+        self.service = service.rawValue
+        user = token.user.rawValue
+        accessToken = token.token
+        tokenType = token.tokenType
+        expiresAt = token.expiresAt.map(Timestamp.rfc3339(microseconds:))
     }
 }
 

@@ -1,0 +1,99 @@
+internal import CLibsecret
+
+/// The one map from a GLib error to an ``AuthError``: what a deadline, a missing bus, a
+/// missing Secret Service, a peer that went away, a locked collection, or an unreachable token
+/// server becomes, and with which message. Every GLib error of the library passes here.
+enum ErrorMap {
+    /// Who a failing call was talking to: the message names it.
+    enum Peer: Sendable, Equatable {
+        case bus, secretService
+        /// A token server, by the URL asked.
+        case tokenServer(String)
+    }
+
+    static let noSessionBusAdvice = "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`"
+
+
+    /// The one mapping from a GLib error to an ``AuthError``: what a deadline, a missing bus,
+    /// a missing Secret Service, a peer that went away or a locked collection becomes.
+    /// `detail` keeps the GLib domain and code for bug reports.
+    static func authError(_ error: GLibError, from peer: Peer, while what: String, deadline: Deadline) -> AuthError {
+        let detail = error.debugDescription
+        let seconds = formatSeconds(deadline.seconds)
+        if case .tokenServer(let server) = peer { return tokenServerError(error, server: server, deadline: deadline) }
+        if error.isCancelled || error.isTimeout {
+            switch peer {
+            case .bus:
+                return .temporaryFailure("the session bus did not answer within \(seconds) s; try again, or raise --keyring-timeout",
+                                         detail: detail)
+            case .secretService, .tokenServer:
+                return .temporaryFailure("could not \(what): the Secret Service did not answer within \(seconds) s; nothing was changed — try again, or raise --keyring-timeout",
+                                         detail: detail)
+            }
+        }
+        if peer == .bus && error.remoteName == nil {
+            if error.isDisconnection {
+                return .unavailable("the session bus went away (\(error.message)); \(noSessionBusAdvice)", detail: detail)
+            }
+            return .unavailable("no session bus (\(error.message)); \(noSessionBusAdvice)", detail: detail)
+        }
+        if error.isNoOwner {
+            return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run in `authctl sandbox`",
+                                detail: detail)
+        }
+        if error.isDisconnection {
+            return .temporaryFailure("could not \(what): the \(peer == .bus ? "session bus" : "Secret Service") went away mid-call; nothing was changed — try again",
+                                     detail: detail)
+        }
+        if error.remoteName == "org.freedesktop.Secret.Error.IsLocked" { return .keyringLocked }
+        return .unavailable("could not \(what): \(error.message)", detail: detail)
+    }
+
+    /// A request to a token server that got no HTTP answer (SPEC §10.2): the deadline (75), a
+    /// certificate that is not trusted, a connection refused, reset or closed, a name that does
+    /// not resolve (69), or something that is not HTTP (76).
+    private static func tokenServerError(_ error: GLibError, server: String, deadline: Deadline) -> AuthError {
+        let detail = error.debugDescription
+        if error.isCancelled || error.isTimeout || deadline.expired {
+            return .temporaryFailure("the token server \(server) did not answer within \(formatSeconds(deadline.seconds)) s; try again, or raise --server-timeout",
+                                     detail: detail)
+        }
+        switch error.domain {
+        case .tls:
+            return .unavailable("the TLS connection to the token server \(server) failed (\(error.message)); authctl always verifies certificates against the system's store",
+                                detail: detail)
+        case .soup:
+            return .protocolError("the token server \(server) answered with something that is not HTTP (\(error.message))")
+        default:
+            return .unavailable("cannot reach the token server \(server) (\(error.message)); check the URL and that the server is up",
+                                detail: detail)
+        }
+    }
+}
+
+extension GLibError {
+    var isTimeout: Bool {
+        (domain == .io && code == Int32(G_IO_ERROR_TIMED_OUT.rawValue))
+            || ["org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.Timeout"].contains(remoteName ?? "")
+            || (domain == .dbus && [G_DBUS_ERROR_TIMED_OUT, G_DBUS_ERROR_TIMEOUT].map { Int32($0.rawValue) }.contains(code))
+    }
+
+    /// The peer or the connection went away.
+    var isDisconnection: Bool {
+        ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected"].contains(remoteName ?? "")
+            || (domain == .dbus && [G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_DISCONNECTED].map { Int32($0.rawValue) }.contains(code))
+            || (domain == .io && [G_IO_ERROR_CLOSED, G_IO_ERROR_BROKEN_PIPE, G_IO_ERROR_CONNECTION_CLOSED].map { Int32($0.rawValue) }.contains(code))
+    }
+
+    /// Nobody owns the name called (the Secret Service is not running).
+    var isNoOwner: Bool {
+        ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
+         "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ChildExited"].contains(remoteName ?? "")
+            || (domain == .dbus && [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER].map { Int32($0.rawValue) }.contains(code))
+    }
+}
+
+/// `5` rather than `5.0`, `0.5` as is.
+func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
+}

@@ -1,0 +1,144 @@
+import ArgumentParser
+import AuthController
+
+/// The options that bind a service to a token server, shared by `server set` and `sign-in --server`.
+struct ServerOptions: ParsableArguments {
+    @Option(name: .customLong("server"), help: ArgumentHelp("The token server: an oauth2 token endpoint, or a json API's base URL.", valueName: "url"))
+    var url: String?
+
+    @Option(name: .customLong("protocol"), help: ArgumentHelp("oauth2 (default) or json.", valueName: "protocol"))
+    var tokenProtocol: String?
+
+    @Option(name: .customLong("client-id"), help: ArgumentHelp("The OAuth client id to send.", valueName: "id"))
+    var clientID: String?
+
+    @Option(help: ArgumentHelp("The OAuth scope to ask for (words separated by single spaces).", valueName: "scope"))
+    var scope: String?
+
+    @Option(name: .customLong("revoke-url"), help: ArgumentHelp("Where to revoke the refresh token at sign-out (RFC 7009).", valueName: "url"))
+    var revokeURL: String?
+
+    var hasDetails: Bool { tokenProtocol != nil || clientID != nil || scope != nil || revokeURL != nil }
+
+    /// The binding the options describe, checked (65 naming the rule); `nil` without `--server`.
+    func binding(url given: String? = nil) throws(AuthError) -> ServerBinding? {
+        guard let url = given ?? url else { return nil }
+        return try ServerBinding(validatingServer: url, protocol: tokenProtocol, clientID: clientID, scope: scope, revokeURL: revokeURL)
+    }
+}
+
+struct Server: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Bind the service to a token server, show the binding, or remove it.",
+        subcommands: [Set.self, Show.self, Unset.self]
+    )
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Bind the service to a token server (https, or http to a loopback host).",
+            discussion: "Refused (exit 65) while someone is signed in to the service: sign out first."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: "The token server's URL.")
+        var url: String
+
+        @OptionGroup var options: ServerOptions
+
+        func validate() throws {
+            if options.url != nil { throw ValidationError("give the URL once, as the argument of `server set`") }
+        }
+
+        func run() throws {
+            let controller = try global.makeController()
+            let binding = try options.binding(url: url)!
+            try controller.setBinding(binding)
+            try Output.line("\(controller.service) is bound to \(binding.server) (\(binding.tokenProtocol.rawValue)).")
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the service's binding.",
+            discussion: "Exit status: 0, or 1 when the service is not bound."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Flag(help: "Print one JSON object.")
+        var json = false
+
+        func run() throws {
+            let controller = try global.makeController()
+            let binding = try controller.binding()
+            if json {
+                try Output.json(BindingDocument(service: controller.service, binding))
+            } else if let binding {
+                try Output.line("server: \(binding.server)")
+                try Output.line("protocol: \(binding.tokenProtocol.rawValue)")
+                if let clientID = binding.clientID { try Output.line("client-id: \(clientID)") }
+                if let scope = binding.scope { try Output.line("scope: \(scope)") }
+                if let revokeURL = binding.revokeURL { try Output.line("revoke-url: \(revokeURL)") }
+            } else {
+                Output.diagnostic("\(controller.service) is not bound to a token server")
+            }
+            if binding == nil { throw ExitCode(1) }
+        }
+    }
+
+    struct Unset: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove the service's binding.",
+            discussion: "Refused (exit 65) while someone is signed in to the service: sign out first."
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let controller = try global.makeController()
+            try controller.setBinding(nil)
+            try Output.line("\(controller.service) is not bound to a token server.")
+        }
+    }
+}
+
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the signed-in account's access token, refreshed first when it is about to expire.",
+        discussion: """
+            The token is refreshed when it expires in less than --min-valid seconds (at most half \\
+            the lifetime the server granted). One refresh at a time, however many processes ask.
+            Use it as `curl -H "Authorization: Bearer $(authctl token)" …`.
+            Exit status: 0; 1 nobody signed in; 65 the service is not bound; 77 the server ended \\
+            the session (sign in again); 69/75/76 the server failed, did not answer, or was not \\
+            understood — but a token that has not expired yet is printed anyway, with a warning.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(name: .customLong("min-valid"), help: ArgumentHelp("Seconds the token must still be valid (default: 60).", valueName: "seconds"))
+    var minValid: UInt64 = 60
+
+    @Flag(help: "Refresh whatever the expiry (e.g. after the resource server answered 401).")
+    var refresh = false
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    func validate() throws {
+        if minValid > 365 * 86_400 { throw ValidationError("--min-valid takes a number of seconds of at most a year") }
+    }
+
+    func run() async throws {
+        let controller = try global.makeController()
+        let token = try await controller.accessToken(minValid: minValid, forceRefresh: refresh)
+        for warning in token.warnings { Output.diagnostic(warning) }
+        if json {
+            try Output.json(TokenDocument(service: controller.service, token))
+        } else {
+            try Output.line(token.token)
+        }
+    }
+}
