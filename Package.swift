@@ -90,6 +90,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["AuthController", "AuthControllerTesting", "TestSupport", "authctl"],
+            exclude: ["Support/token_server.py"],
             swiftSettings: strictSettings
         ),
     ]

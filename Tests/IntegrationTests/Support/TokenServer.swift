@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// The test token server (`token_server.py` beside this file) on 127.0.0.1, started by the
+/// test that needs it and stopped with it: a real HTTP server speaking both protocols, with
+/// knobs and a request log.
+final class TokenServer: @unchecked Sendable {
+    // Sendable: every property is set in init and never changes; `Process` is thread-safe
+    // for `terminate` and the pipes are only closed once, in `stop`.
+    let port: Int
+    private let process: Process
+    private let stdin: Pipe
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("token_server.py").path
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: try which("python3", package: "python3"))
+        process.arguments = [script]
+        stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        // The first line says the port, once the server accepts connections.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            Issue.record("the token server did not start: \(text)")
+            throw CocoaError(.fileReadUnknown)
+        }
+        self.port = port
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        try? stdin.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+    }
+
+    /// The oauth2 token endpoint and revocation URL, and the json API's base.
+    var oauth2: String { "http://127.0.0.1:\(port)/oauth/token" }
+    var revoke: String { "http://127.0.0.1:\(port)/oauth/revoke" }
+    var json: String { "http://127.0.0.1:\(port)/api" }
+
+    /// Merges `settings` into the server's configuration (see `token_server.py`).
+    func configure(_ settings: [String: Any]) throws {
+        _ = try request("POST", "/_config", body: try JSONSerialization.data(withJSONObject: settings))
+    }
+
+    /// Every request so far: `endpoint` (login, register, refresh, revoke), `fields`, `authorization`, `headers`.
+    func log() throws -> [[String: Any]] {
+        try JSONSerialization.jsonObject(with: request("GET", "/_log")) as? [[String: Any]] ?? []
+    }
+
+    func count(_ endpoint: String) throws -> Int { try log().filter { $0["endpoint"] as? String == endpoint }.count }
+
+    /// Whether the server takes `token` as a valid access token.
+    func accepts(_ token: String) throws -> Bool {
+        let query = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let answer = try JSONSerialization.jsonObject(with: request("GET", "/_accepts?token=\(query)")) as? [String: Any]
+        return answer?["accepted"] as? Bool ?? false
+    }
+
+    /// One request to the control endpoints, over a plain socket: the tests' HTTP must not be
+    /// the code under test.
+    private func request(_ method: String, _ path: String, body: Data = Data()) throws -> Data {
+        let handle = try connect()
+        defer { try? handle.close() }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+        if method == "GET" { head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" }
+        try handle.write(contentsOf: Data(head.utf8) + body)
+        let answer = try handle.readToEnd() ?? Data()
+        guard let split = answer.range(of: Data("\r\n\r\n".utf8)) else { return Data() }
+        return answer[split.upperBound...]
+    }
+
+    private func connect() throws -> FileHandle {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw CocoaError(.fileReadUnknown)
+        }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    }
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""A token server for authctl's tests and demo, on 127.0.0.1: both protocols of SPEC §10.2,
+with knobs for what a test needs a server to do, and a log of every request.
+
+  oauth2:  POST /oauth/token (password and refresh_token grants), POST /oauth/revoke (RFC 7009)
+  json:    POST /api/login, /api/register, /api/refresh_tokens (refresh token as Bearer)
+  control: POST /_config (JSON, merged into the configuration), GET /_log, GET /_accepts?token=T
+
+It prints "listening PORT" on its first line once it accepts connections. Python's standard
+library only (Debian's python3), so nothing is built before a test can start it.
+"""
+import base64
+import email.utils
+import json
+import os
+import socket
+import stat
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+lock = threading.Lock()
+config = {
+    "accounts": {},            # login -> password
+    "access_lifetime": 300,    # seconds; None: no expiry in the answer
+    "refresh_lifetime": 3600,  # seconds; None: no expiry in the answer (never expires)
+    "rotate": True,            # a refresh issues a new refresh token and retires the old one
+    "jwt": False,              # access tokens are JWTs with exp (and no expires_in)
+    "clock_offset": 0,         # the server's clock minus the real one, in seconds
+    "delay": 0.0,              # seconds before each answer
+    "refresh_delay": 0.0,      # seconds before each refresh answer
+    "scripted": [],            # answers for the next requests, used up in order (see answer_scripted)
+}
+log = []
+access_tokens = {}   # token -> expiry (server clock, seconds) or None
+refresh_tokens = {}  # token -> (account, expiry or None)
+serial = [0]
+
+
+def server_now():
+    return time.time() + config["clock_offset"]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        if path == "/_log":
+            with lock:
+                return self.reply(200, log)
+        if path == "/_accepts":
+            token = urllib.parse.parse_qs(query).get("token", [""])[0]
+            with lock:
+                expiry = access_tokens.get(token, -1)
+            return self.reply(200, {"accepted": expiry is None or (expiry != -1 and expiry > server_now())})
+        self.reply(404, {"code": 404, "message": "no such endpoint"})
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path == "/_config":
+            with lock:
+                config.update(json.loads(body))
+                if config.pop("revoke_all", False):
+                    refresh_tokens.clear()
+            return self.reply(200, config)
+        fields = self.fields(body)
+        authorization = self.headers.get("Authorization")
+        endpoint = {"/oauth/token": "refresh" if fields.get("grant_type") == "refresh_token" else "login",
+                    "/oauth/revoke": "revoke", "/api/login": "login", "/api/register": "register",
+                    "/api/refresh_tokens": "refresh"}.get(self.path, self.path)
+        with lock:
+            log.append({"endpoint": endpoint, "path": self.path, "fields": fields, "authorization": authorization,
+                        "headers": {k.lower(): v for k, v in self.headers.items()}})
+            scripted = config["scripted"].pop(0) if config["scripted"] else None
+            delay = config["delay"] + (config["refresh_delay"] if endpoint == "refresh" else 0)
+        if delay:
+            time.sleep(delay)
+        if scripted is not None:
+            return self.answer_scripted(scripted)
+        json_api = self.path.startswith("/api/")
+        if endpoint in ("login", "register"):
+            return self.sign_in(fields, json_api, endpoint == "register")
+        if endpoint == "refresh":
+            token = authorization[len("Bearer "):] if json_api and authorization else fields.get("refresh_token")
+            return self.refresh(token, json_api)
+        if endpoint == "revoke":
+            with lock:
+                refresh_tokens.pop(fields.get("token"), None)
+            return self.reply(200, None)
+        self.reply(404, {"code": 404, "message": "no such endpoint"})
+
+    # -- endpoints
+
+    def sign_in(self, fields, json_api, register):
+        account = fields.get("login" if json_api else "username", "")
+        password = fields.get("password", "")
+        with lock:
+            if register:
+                if account in config["accounts"]:
+                    return self.reply(409, {"code": 409, "message": "account exists"})
+                config["accounts"][account] = password
+            known = config["accounts"].get(account)
+        if known is None or known != password:
+            if json_api:
+                return self.reply(401, {"code": 401, "message": "wrong login or password"})
+            return self.reply(400, {"error": "invalid_grant", "error_description": "Invalid user credentials"})
+        self.issue(account, json_api, previous=None)
+
+    def refresh(self, token, json_api):
+        with lock:
+            entry = refresh_tokens.get(token)
+            valid = entry is not None and (entry[1] is None or entry[1] > server_now())
+        if not valid:
+            if json_api:
+                return self.reply(401, {"code": 401, "message": "refresh token refused"})
+            return self.reply(400, {"error": "invalid_grant", "error_description": "Token is not active"})
+        self.issue(entry[0], json_api, previous=token)
+
+    def issue(self, account, json_api, previous):
+        now = server_now()
+        with lock:
+            serial[0] += 1
+            number = serial[0]
+            access_lifetime, refresh_lifetime = config["access_lifetime"], config["refresh_lifetime"]
+            rotate = config["rotate"] or previous is None
+            access_expiry = None if access_lifetime is None else now + access_lifetime
+            access = "access-%d-%s" % (number, uuid.uuid4().hex[:8])
+            if config["jwt"] and access_expiry is not None:
+                payload = base64.urlsafe_b64encode(json.dumps({"sub": account, "exp": int(access_expiry)}).encode()).rstrip(b"=")
+                access = "eyJhbGciOiJub25lIn0.%s.sig%d" % (payload.decode(), number)
+            access_tokens[access] = access_expiry
+            refresh = None
+            refresh_expiry = None if refresh_lifetime is None else now + refresh_lifetime
+            if rotate:
+                refresh = "refresh-%d-%s" % (number, uuid.uuid4().hex[:8])
+                refresh_tokens.pop(previous, None)
+                refresh_tokens[refresh] = (account, refresh_expiry)
+        if json_api:
+            answer = {"accessToken": access, "user": {"login": account}}
+            if access_expiry is not None:
+                answer["accessTokenExpire"] = int(access_expiry * 1000)
+            if refresh:
+                answer["refreshToken"] = refresh
+                if refresh_expiry is not None:
+                    answer["refreshTokenExpire"] = int(refresh_expiry * 1000)
+        else:
+            answer = {"access_token": access, "token_type": "Bearer"}
+            if access_lifetime is not None and not config["jwt"]:
+                answer["expires_in"] = access_lifetime
+            if refresh:
+                answer["refresh_token"] = refresh
+                if refresh_lifetime is not None:
+                    answer["refresh_expires_in"] = refresh_lifetime
+        self.reply(200, answer)
+
+    # -- answers
+
+    def answer_scripted(self, scripted):
+        """{"status", "body", "headers"} as given; {"drop": true} closes without an answer;
+        {"oversized": N} a 200 with N bytes of JSON-ish padding; {"slow": S} stalls S seconds."""
+        if scripted.get("drop"):
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if "oversized" in scripted:
+            body = b'{"pad":"' + b"x" * scripted["oversized"] + b'"}'
+            return self.send_raw(200, body, {"Content-Type": "application/json"})
+        if "slow" in scripted:
+            time.sleep(scripted["slow"])
+        body = scripted.get("body", "")
+        self.send_raw(scripted.get("status", 200), body.encode() if isinstance(body, str) else json.dumps(body).encode(),
+                      scripted.get("headers", {}))
+
+    def reply(self, status, value):
+        body = b"" if value is None else json.dumps(value).encode()
+        self.send_raw(status, body, {"Content-Type": "application/json"})
+
+    def send_raw(self, status, body, headers):
+        self.send_response_only(status)
+        self.send_header("Date", email.utils.formatdate(server_now(), usegmt=True))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    @staticmethod
+    def fields(body):
+        try:
+            value = json.loads(body)
+            if isinstance(value, dict):
+                return {k: v for k, v in value.items() if isinstance(v, str)}
+        except ValueError:
+            pass
+        return {k: v[0] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
+    server.daemon_threads = True
+    print("listening %d" % server.server_address[1], flush=True)
+    # Started with a pipe on stdin, it ends when the pipe closes: a test run that dies leaves no
+    # server behind.
+    if stat.S_ISFIFO(os.fstat(0).st_mode):
+        threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
