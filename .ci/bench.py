@@ -95,6 +95,18 @@ collection = secretstorage.get_default_collection(secretstorage.dbus_init())
 for i in range(1000):
     collection.create_item(f"bulk {i}", {"service": "bulk", "account": f"user{i:04d}@example.org"}, b"x")
 """])
+    # A service bound to the test token server, signed in, with a token that stays fresh.
+    server = subprocess.Popen([sys.executable, "Tests/IntegrationTests/Support/token_server.py"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    url = "http://127.0.0.1:%s/oauth/token" % server.stdout.readline().split()[1]
+    remote = dict(ENV, AUTHCTL_SERVICE="bench-remote")
+    subprocess.run([PYTHON, "-c", f"""
+import urllib.request
+urllib.request.urlopen(urllib.request.Request({url.replace('/oauth/token', '/_config')!r}, data=b'{{"accounts": {{"{ACCOUNT}": "pw"}}, "access_lifetime": 86400}}'))
+"""], check=True)
+    subprocess.run([AUTHCTL, "sign-in", ACCOUNT, "--server", url, "--password-stdin"], input=b"pw", env=remote, check=True,
+                   stdout=subprocess.DEVNULL)
+    token = lambda: run([AUTHCTL, "--service", "bench-remote", "token"])[0]
     status = lambda: run([AUTHCTL, "status"])[0]
     # The floor: the one SearchItems call `status` needs, made by libdbus's own client.
     search_items = ["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
@@ -104,6 +116,8 @@ for i in range(1000):
                 lambda: run(search_items)[0]),
         compare("`authctl status` vs `secret-tool lookup` (goal ≤ 0.8)", status,
                 lambda: run(["secret-tool", "lookup", "service", SERVICE, "account", ACCOUNT])[0]),
+        compare("`authctl token` (fresh, no request) vs `secret-tool lookup` of the same item (goal ≤ 1.0)", token,
+                lambda: run(["secret-tool", "lookup", "service", "bench-remote", "account", ACCOUNT, "server", url])[0]),
         compare("`authctl status` vs `python3 -m keyring get`", status,
                 lambda: run([PYTHON, "-m", "keyring", "get", SERVICE, ACCOUNT])[0]),
         compare("`authctl sign-in` (enrolled) vs `argon2` + `secret-tool lookup`",
@@ -116,6 +130,7 @@ for i in range(1000):
                 lambda: run([PYTHON, "-c", "import secretstorage; c = secretstorage.get_default_collection(secretstorage.dbus_init());"
                                            " [i.get_attributes()['account'] for i in c.search_items({'service': 'bulk'})]"])[0]),
     ]
+    server.stdin.close()
     run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], stdin=PASSWORD)
     median_latency, p95_latency = latency()
     rss = {

@@ -97,6 +97,8 @@ public final class AuthController: Sendable {
     func signInLocally(account: AccountID, name: String, password: Password) throws(AuthError) -> ChangeOutcome {
         // Settings problems (78, 74) are reported before keyring ones.
         _ = try settings.read(service: service)
+        // Any unlock prompt comes now, before the settings lock is taken.
+        try keyring.unlock()
         // Argon2 is slow by design: do it before taking the lock, then check under the lock
         // that the keyring still holds what was verified.
         let seen = try keyring.secret(service: service, account: account)

@@ -70,7 +70,9 @@ public final class InMemorySecretStore: SecretStore {
     }
 
     public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
-        try access(unlocking: true) { $0.secrets[key] }
+        // Like the real store: no item needs no unlock.
+        guard try containsItem(key) else { return nil }
+        return try access(unlocking: true) { $0.secrets[key] }
     }
 
     public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {

@@ -76,7 +76,7 @@ struct CommandLineTests {
         let scenario = try Scenario()
         var run = try scenario.authctl("status", "--json")
         #expect(run.status == 1)
-        #expect(run.output == #"{"service":"\#(scenario.service)","signedIn":false,"user":null,"name":null,"signedInAt":null,"sequence":0,"keyringLocked":false,"avatarURL":null}"#)
+        #expect(run.output == #"{"service":"\#(scenario.service)","signedIn":false,"user":null,"name":null,"signedInAt":null,"sequence":0,"keyringLocked":false,"avatarURL":null,"server":null,"accessTokenExpiresAt":null,"refreshTokenExpiresAt":null}"#)
         try scenario.authctl("sign-in", "MyEmailAddress@example.com ", "--password-stdin", stdin: "pw").status.expect(65)
         try scenario.authctl("sign-in", "MyEmailAddress@example.com", "--name", "Me", "--password-stdin", stdin: "pw").status.expect(0)
         run = try scenario.authctl("status", "--json")

@@ -74,6 +74,7 @@ struct SecretStoreContractTests {
         #expect(try store.containsItem(service: service, account: alice))
         #expect(try store.containsItem(service: service, account: bob) == false)
         #expect(throws: AuthError.keyringLocked) { try store.secret(service: service, account: alice) }
+        #expect(try store.secret(service: service, account: bob) == nil)  // no item: nothing to unlock
         #expect(throws: AuthError.keyringLocked) { try store.store("y", service: service, account: bob, label: "b") }
         #expect(throws: AuthError.keyringLocked) { try store.deleteItem(service: service, account: alice) }
         #expect(throws: AuthError.keyringLocked) { try store.unlock() }

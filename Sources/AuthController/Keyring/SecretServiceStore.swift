@@ -35,8 +35,13 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
-        try unlock()
-        let found = try search(key)
+        // The search says whether the item is locked: unlocking (a lock-state read at least)
+        // is needed only then.
+        var found = try search(key)
+        if found.unlocked.isEmpty && !found.locked.isEmpty {
+            try unlock()
+            found = try search(key)
+        }
         guard let path = found.unlocked.first else {
             if found.locked.isEmpty { return nil }
             throw .keyringLocked  // in another, locked collection

@@ -43,7 +43,7 @@ public protocol SecretStore: Sendable {
     func unlock() throws(AuthError)
 
     /// The item's secret, or `nil` when there is no item. May unlock the collection (and so
-    /// prompt, if the store allows prompts).
+    /// prompt, if the store allows prompts) when the item is locked.
     func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]?
 
     /// Stores `secret` (of MIME type `contentType`) as the item, replacing an existing secret in
