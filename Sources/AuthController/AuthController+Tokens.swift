@@ -242,7 +242,9 @@ extension AuthController {
     /// Signs `user` out because the server ended the session (`expired`) or its item is gone
     /// (`removed`): the item is deleted, the user cleared, one event. Returns the error to report.
     private func endSession(of user: AccountID, reason: LoginEvent.Reason) throws(AuthError) -> AuthError {
+        var server = ""
         _ = try change { (read, record) throws(AuthError) -> Change in
+            server = record.binding.map { " at \($0.server)" } ?? ""
             // The transaction itself ends a session whose item is gone (reason `removed`).
             guard record.user == user, let binding = record.binding else { return Change() }
             var change = Change()
@@ -256,7 +258,7 @@ extension AuthController {
         }
         return reason == .removed
             ? .notSignedIn("\(user) is no longer signed in to \(service): its tokens are gone from the keyring; sign in again")
-            : .denied("the session of \(user) at \(service) has ended (the server no longer accepts it); sign in again")
+            : .denied("the session of \(user)\(server) (\(service)) has ended: the server no longer accepts it; sign in again")
     }
 
     private func refuseRebinding(_ record: SessionRecord, to binding: ServerBinding?) throws(AuthError) {
