@@ -177,11 +177,19 @@ extension AuthController {
     /// first looks again — another process may have refreshed meanwhile, or ended the session.
     private func refresh(user: AccountID, binding: ServerBinding, seen: TokenSet, minValid: UInt64,
                          forced: Bool) async throws(AuthError) -> AccessToken {
-        let (current, currentBinding, tokens, times) = try currentSession()
-        guard current == user, currentBinding == binding else {
-            throw .denied("\(user) is no longer signed in to \(service) at \(binding.server); sign in again")
+        let ended = AuthError.denied("the session of \(user) at \(binding.server) (\(service)) has ended; sign in again")
+        let session: (AccountID, ServerBinding, TokenSet, TokenTimes)
+        do {
+            session = try currentSession()
+        } catch {
+            // Whoever held the lock before ended the session (or it expired meanwhile).
+            if case .notSignedIn = error { throw ended }
+            throw error
         }
-        if tokens != seen && (forced || !isDue(times, minValid: minValid)) {
+        let (current, currentBinding, tokens, times) = session
+        guard current == user, currentBinding == binding else { throw ended }
+        // Another process may have refreshed while this one waited: its token is used as it is.
+        if forced ? tokens != seen : !isDue(times, minValid: minValid) {
             return AccessToken(user: user, token: tokens.accessToken, tokenType: tokens.tokenType, expiresAt: times.accessExpiresAt, warnings: [])
         }
         let grant: TokenGrant
@@ -263,7 +271,11 @@ extension AuthController {
 
     private func refuseRebinding(_ record: SessionRecord, to binding: ServerBinding?) throws(AuthError) {
         guard let binding, let user = record.user, record.binding != binding else { return }
-        throw .invalidInput("\(user) is signed in to \(service)\(record.binding.map { " at \($0.server)" } ?? ""); sign out first (`authctl sign-out`), then sign in at \(binding.server)")
+        let current = record.binding
+        let difference = current == nil ? "with a local password"
+            : current?.server != binding.server ? "at \(current!.server)"
+            : "with another protocol, client id, scope or revoke URL at \(binding.server)"
+        throw .invalidInput("\(user) is signed in to \(service) \(difference); sign out first (`authctl sign-out`), then sign in with the new binding")
     }
 
     /// Best effort: a revocation that fails is a warning; the sign-out stands.

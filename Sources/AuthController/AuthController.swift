@@ -301,8 +301,9 @@ public final class AuthController: Sendable {
     /// prompts; a locked keyring is ``AuthError/unavailable(_:detail:)``.
     public func accounts() throws(AuthError) -> [Account] {
         let record = try intactRecord()
+        let current = sessionHasEnded(record) ? nil : record.user
         return try keyring.accounts(service: service, server: record.binding?.server).sorted()
-            .map { Account(id: $0, isCurrent: $0 == record.user) }
+            .map { Account(id: $0, isCurrent: $0 == current) }
     }
 
     /// A stream of this controller's events, from now on.
@@ -426,7 +427,8 @@ public final class AuthController: Sendable {
                        at time: UInt64, after sequence: UInt64, skipping: Int = 0,
                        previousUser: AccountID? = nil) throws(AuthError) -> LoginEvent {
         let (number, overflow) = sequence.addingReportingOverflow(UInt64(skipping) + 1)
-        guard !overflow else {
+        // At the limit the next read would call the file corrupt: refuse to write it.
+        guard !overflow, number < .max else {
             throw .settingsUnsafe("the event sequence of \(service) in the settings file is at its limit (\(sequence)); remove its `sequence` line to start again at 0")
         }
         return LoginEvent(service: service, status: status, user: user, reason: reason, name: name, timestamp: time,

@@ -132,6 +132,7 @@ struct BoundServiceTests {
         try await fixture.signIn()
         fixture.clock.advance(seconds: 3601)
         #expect(try fixture.controller.status().isSignedIn == false)
+        #expect(try fixture.controller.accounts().map(\.isCurrent) == [false])
         let requests = fixture.server.requests.count
         await #expect { try await fixture.controller.accessToken() } throws: { ($0 as? AuthError)?.exitCode == 77 }
         #expect(fixture.server.requests.count == requests)

@@ -148,21 +148,22 @@ struct ControllerTests {
         #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a removed #2"])
     }
 
-    @Test("a sequence the next events cannot be numbered after is a corrupt file (78), and nothing is stored",
-          arguments: [UInt64.max - 1, UInt64.max - 2])
+    @Test("a change that would take the sequence to its limit is refused (78), and nothing is stored",
+          arguments: [UInt64.max - 2, UInt64.max - 3])
     func sequenceAtItsLimit(_ sequence: UInt64) throws {
         let fixture = Fixture()
         try fixture.signIn("a")
         try fixture.settings.save(SessionRecord(user: fixture.account("a"), name: "", signedInAt: "2026-11-18T11:06:40Z",
                                                 sequence: sequence), service: fixture.service)
-        let overflows = sequence == UInt64.max - 1
+        // A switch is two events: from max − 2 the second would be numbered max.
+        let overflows = sequence == UInt64.max - 2
         if overflows {
             #expect { try fixture.signIn("b") } throws: { ($0 as? AuthError)?.exitCode == 78 }
             #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("b")) == false)
             #expect(fixture.trail == ["signed-in a sign-in #1"])
         } else {
             try fixture.signIn("b")
-            #expect(fixture.broadcaster.events.last?.sequence == UInt64.max)
+            #expect(fixture.broadcaster.events.last?.sequence == UInt64.max - 1)
         }
     }
 

@@ -13,6 +13,8 @@ struct ServerURLTests {
         ("http://127.255.0.9/x", "http://127.255.0.9/x"),
         ("http://[::1]:9000/api/", "http://[::1]:9000/api/"),
         ("https://example.com/token?tenant=a", "https://example.com/token?tenant=a"),
+        ("https://xn--9ca.com/", "https://xn--9ca.com/"),
+        ("https://example.com/%41", "https://example.com/%41"),
     ])
     func normalised(_ text: String, _ expected: String) throws {
         let url = try ServerURL(validating: text)
@@ -42,6 +44,10 @@ struct ServerURLTests {
         (Sample("https://%65xample.com/"), "percent-encoded"),
         (Sample("https://example.com:0/"), "port"),
         (Sample("https://example.com:65536/"), "port"),
+        (Sample("https://example.com/a%zz"), "percent-encoding"),
+        (Sample("https://example.com/" + String(repeating: "a", count: 2020) + "%zz"), "percent-encoding"),
+        (Sample("http://127.0.0.09/"), "loopback"),
+        (Sample("http://127.000.000.001/"), "loopback"),
     ])
     func refused(_ text: Sample<String>, _ rule: String) {
         #expect {

@@ -89,6 +89,9 @@ struct TokenClientTests {
         (200, #"{"access_token":"a","token_type":"Bearer","expires_in":-5}"#, 76, "expires_in"),
         (200, #"{"access_token":"a","token_type":"Bearer","expires_in":"300"}"#, 76, "JSON object"),
         (200, #"{"access_token":"a","token_type":"Bearer","expires_in":true}"#, 76, "JSON object"),
+        (200, #"{"access_token":"a\nb","token_type":"Bearer"}"#, 76, "visible ASCII"),
+        (200, #"{"access_token":"a b","token_type":"Bearer"}"#, 76, "visible ASCII"),
+        (200, #"{"access_token":"ok","token_type":"Bearer","refresh_token":"r\r\nX-Evil: 1"}"#, 76, "visible ASCII"),
     ])
     func oauth2Failures(_ status: Int, _ body: String, _ code: Int32, _ text: String) async throws {
         let transport = ScriptedTransport(status, body)
@@ -201,8 +204,10 @@ struct TokenClientTests {
         let grant = TokenGrant(tokens: TokenSet(accessToken: "a", refreshToken: "r"), accessExpiry: .after(seconds: .max),
                                refreshExpiry: .at(serverMicroseconds: .max), serverDate: 1, arrivedAt: now)
         let times = grant.times()
-        #expect(times.accessExpiresAt == .max)
-        #expect(times.refreshExpiresAt != nil)
+        // Clamped to the longest span the settings keep, so the file stays readable.
+        let span = TokenTimes.maximumSpan * 1_000_000
+        #expect(times.accessExpiresAt == now + span && times.refreshExpiresAt == now + span)
+        #expect(times.accessLifetime == TokenTimes.maximumSpan && times.clockOffset == 0)
     }
 
     @Test("Date headers: IMF-fixdate only, the middle of the second")

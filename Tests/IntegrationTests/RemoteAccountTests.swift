@@ -94,6 +94,42 @@ struct RemoteAccountTests {
         #expect(try server.accepts(runs[0].output))
     }
 
+    @Test("processes arriving one after another while a refresh is under way: still exactly one refresh")
+    func staggeredSingleFlight() throws {
+        let server = try TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
+        let scenario = try Scenario()
+        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let expiry = try #require(json(try scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
+        try server.configure(["access_lifetime": 300, "refresh_delay": 0.3])
+        var started: [Spawned] = []
+        for _ in 0..<12 {
+            started.append(try scenario.start(["token"]))
+            usleep(30_000)  // a spread of arrivals across the refresh, on purpose
+        }
+        let runs = started.map { $0.wait(timeout: 60) }
+        #expect(runs.allSatisfy { $0.status == 0 } && Set(runs.map(\.output)).count == 1, "\(runs)")
+        #expect(try server.count("refresh") == 1)
+    }
+
+    @Test("twelve processes waiting on a refresh the server refuses: all exit 77, one request, one `expired` event")
+    func waitersOnAnEndedSession() async throws {
+        let server = try TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
+        let scenario = try Scenario()
+        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let expiry = try #require(json(try scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
+        try server.configure(["revoke_all": true, "refresh_delay": 0.3])
+        let listener = try scenario.listener()
+        let runs = try (0..<12).map { _ in try scenario.start(["token"]) }.map { $0.wait(timeout: 60) }
+        #expect(runs.allSatisfy { $0.status == 77 && $0.stderr.contains("sign in again") }, "\(runs)")
+        #expect(try server.count("refresh") == 1)
+        let events = try await collect(1, from: listener)
+        #expect(events.map(\.reason) == [.expired])
+    }
+
     @Test("a slow refresh of one service does not delay a sign-in to another")
     func slowRefreshBlocksNoOneElse() throws {
         let server = try TokenServer()

@@ -193,13 +193,13 @@ public struct KeyFileSettingsStore: SettingsStore {
         var times = TokenTimes(accessExpiresAt: try time("access-expires-at"), refreshExpiresAt: try time("refresh-expires-at"))
         if let offset = try value("clock-offset") {
             // A server clock decades away is a broken file, not a fact: keep the arithmetic safe.
-            guard let seconds = Int64(offset), abs(seconds) <= 10 * 365 * 86_400 else {
+            guard let seconds = Int64(offset), seconds.magnitude <= TokenTimes.maximumSpan else {
                 throw Corrupt(reason: "'clock-offset' is not a whole number of seconds within ten years")
             }
             times.clockOffset = seconds
         }
         if let lifetime = try value("access-lifetime") {
-            guard let seconds = UInt64(lifetime), seconds <= 10 * 365 * 86_400 else {
+            guard let seconds = UInt64(lifetime), seconds <= TokenTimes.maximumSpan else {
                 throw Corrupt(reason: "'access-lifetime' is not a whole number of seconds within ten years")
             }
             times.accessLifetime = seconds

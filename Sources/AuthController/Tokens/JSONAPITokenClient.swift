@@ -53,10 +53,10 @@ struct JSONAPITokenClient: TokenClient {
         guard let answer else {
             throw .protocolError("the token server \(server) answered with something other than the JSON object of a token answer")
         }
-        guard let accessToken = answer.accessToken, !accessToken.isEmpty else {
+        guard let accessToken = try TokenExchange.token(answer.accessToken, "accessToken", server: server) else {
             throw .protocolError("the token server \(server) answered without an access token")
         }
-        let refreshToken = answer.refreshToken.flatMap { $0.isEmpty ? nil : $0 }
+        let refreshToken = try TokenExchange.token(answer.refreshToken, "refreshToken", server: server)
         func expiry(_ milliseconds: Double?, _ key: String) throws(AuthError) -> TokenGrant.Expiry? {
             try TokenExchange.nonNegative(milliseconds, key, server: server).map { .at(serverMicroseconds: UInt64(min($0, 1e15)) * 1000) }
         }

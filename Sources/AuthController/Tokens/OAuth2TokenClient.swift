@@ -85,14 +85,14 @@ struct OAuth2TokenClient: TokenClient {
         guard let answer else {
             throw .protocolError("the token server \(server) answered with something other than the JSON object of a token answer")
         }
-        guard let accessToken = answer.access_token, !accessToken.isEmpty else {
+        guard let accessToken = try TokenExchange.token(answer.access_token, "access_token", server: server) else {
             throw .protocolError("the token server \(server) answered without an access token")
         }
         let tokenType = answer.token_type ?? ""
         guard tokenType.lowercased() == "bearer" else {
             throw .protocolError("the token server \(server) answered with token type '\(TokenExchange.quote(tokenType))'; authctl handles Bearer tokens only")
         }
-        let refreshToken = answer.refresh_token.flatMap { $0.isEmpty ? nil : $0 }
+        let refreshToken = try TokenExchange.token(answer.refresh_token, "refresh_token", server: server)
         let accessExpiry = try TokenExchange.nonNegative(answer.expires_in, "expires_in", server: server)
             .map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
         let refreshExpiry = try TokenExchange.nonNegative(answer.refresh_expires_in, "refresh_expires_in", server: server)

@@ -65,6 +65,12 @@ public struct ServerBinding: Equatable, Sendable {
 /// What authctl knows about a signed-in account's tokens without reading a secret (SPEC §10.4):
 /// kept in the settings group so that `status` never touches the keyring's secrets or the server.
 public struct TokenTimes: Equatable, Sendable {
+    /// The longest span authctl keeps (ten years, in seconds): a lifetime, how far ahead an
+    /// expiry lies, or a server's clock offset. Whatever a server says is clamped to it when the
+    /// answer arrives, and the settings file refuses anything beyond it, so an answer can never
+    /// write a file that authctl would then call corrupt.
+    public static let maximumSpan: UInt64 = 10 * 365 * 86_400
+
     /// When the access token expires, µs since the epoch by the local clock; `nil` when unknown.
     public var accessExpiresAt: UInt64?
     /// When the refresh token expires, likewise; `nil` when unknown.

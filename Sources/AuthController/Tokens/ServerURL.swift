@@ -33,6 +33,15 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
         guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw refuse("it contains a space, a control character or a non-ASCII character; percent-encode them")
         }
+        // A `%` must start a percent-encoding; a parser would otherwise re-encode it as `%25`,
+        // and the server asked would not be the one typed.
+        let characters = Array(bytes)
+        func isHex(_ byte: UInt8) -> Bool { Character(Unicode.Scalar(byte)).isHexDigit }
+        for (index, byte) in characters.enumerated() where byte == UInt8(ascii: "%") {
+            guard index + 2 < characters.count, isHex(characters[index + 1]), isHex(characters[index + 2]) else {
+                throw refuse("it has a '%' that does not start a percent-encoding (%XX)")
+            }
+        }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
               text.contains("://") else {
             throw refuse("it is not an absolute URL (scheme://host/path)")
@@ -42,7 +51,8 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
             throw refuse("it must not contain user information (user:password@)")
         }
         guard components.percentEncodedFragment == nil else { throw refuse("it must not have a fragment (#…)") }
-        guard let rawHost = components.percentEncodedHost, !rawHost.isEmpty else { throw refuse("it has no host") }
+        // `encodedHost` keeps an IDNA host (xn--…) as typed; `percentEncodedHost` would decode it.
+        guard let rawHost = components.encodedHost, !rawHost.isEmpty else { throw refuse("it has no host") }
         guard !rawHost.contains("%") else { throw refuse("its host must not be percent-encoded or carry an IPv6 zone") }
         let host = rawHost.lowercased()
         let isLoopback = Self.isLoopbackHost(host)
@@ -57,19 +67,26 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         guard path.hasPrefix("/") else { throw refuse("it is not an absolute URL (scheme://host/path)") }
         let query = components.percentEncodedQuery.map { "?" + $0 } ?? ""
-        rawValue = "\(scheme)://\(host)\(port)\(path)\(query)"
+        let normalised = "\(scheme)://\(host)\(port)\(path)\(query)"
+        guard normalised.utf8.count <= Self.maximumLength else {
+            throw .invalidInput("invalid \(role): it is \(normalised.utf8.count) bytes long once normalised; the limit is \(Self.maximumLength)")
+        }
+        rawValue = normalised
         self.isLoopback = isLoopback
     }
 
     public var description: String { rawValue }
 
-    /// `localhost`, `[::1]`, or a dotted quad in 127.0.0.0/8.
+    /// `localhost`, `[::1]`, or a canonical dotted quad in 127.0.0.0/8. Canonical: the C
+    /// library's address parser refuses `127.0.0.09`, so such a "number" would go to the name
+    /// resolver — and plain http must never leave the machine.
     static func isLoopbackHost(_ host: String) -> Bool {
         if host == "localhost" || host == "[::1]" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "127" else { return false }
         return parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber) && Int(part)! <= 255
+            !part.isEmpty && part.count <= 3 && part.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+                && (part == "0" || !part.hasPrefix("0")) && Int(part)! <= 255
         }
     }
 

@@ -72,6 +72,16 @@ struct TokenExchange: Sendable {
         return value
     }
 
+    /// A token as it may be stored, printed on one line and sent in a header: visible ASCII
+    /// only (RFC 6750's b64token is narrower still). Anything else is not understood (76).
+    static func token(_ value: String?, _ key: String, server: ServerURL) throws(AuthError) -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        guard value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .protocolError("the token server \(server) answered with a '\(key)' that is not visible ASCII (spaces or control characters in a token)")
+        }
+        return value
+    }
+
     /// Server text as it may appear in a message: control characters removed, at most 200
     /// characters (SPEC §10.2), so a hostile server cannot forge lines or flood a terminal.
     static func quote(_ text: String) -> String {

@@ -50,13 +50,17 @@ public struct TokenGrant: Equatable, Sendable {
     /// `exp` of its JWT payload, if it is one; a refresh token without one keeps `previous`'s
     /// expiry when it is the same token (not rotated), else its expiry is unknown.
     public func times(previous: (tokens: TokenSet, times: TokenTimes)? = nil) -> TokenTimes {
-        let offset = clockOffset
+        let span = TokenTimes.maximumSpan * 1_000_000
+        // A clock more than the maximum span away is a broken clock, not a fact: it is ignored.
+        let offset = clockOffset.magnitude <= span ? clockOffset : 0
         func local(_ expiry: Expiry?) -> UInt64? {
+            let time: UInt64?
             switch expiry {
-            case .after(let seconds)?: return arrivedAt.addingClamped(seconds.multipliedClamped(by: 1_000_000))
-            case .at(let server)?: return server.subtractingClamped(offset)
-            case nil: return nil
+            case .after(let seconds)?: time = arrivedAt.addingClamped(seconds.multipliedClamped(by: 1_000_000))
+            case .at(let server)?: time = server.subtractingClamped(offset)
+            case nil: time = nil
             }
+            return time.map { min($0, arrivedAt.addingClamped(span)) }
         }
         let accessExpiresAt = local(accessExpiry ?? JWT.expiry(of: tokens.accessToken).map { .at(serverMicroseconds: $0) })
         var refreshExpiresAt = local(refreshExpiry)
@@ -65,9 +69,8 @@ public struct TokenGrant: Equatable, Sendable {
         }
         let lifetime = accessExpiresAt.map { $0 > arrivedAt ? ($0 - arrivedAt) / 1_000_000 : 0 }
         // Whole seconds, as the settings keep it: `Date` has one-second resolution anyway.
-        let offsetSeconds = (Double(offset) / 1_000_000).rounded()
         return TokenTimes(accessExpiresAt: accessExpiresAt, refreshExpiresAt: refreshExpiresAt,
-                          clockOffset: Int64(max(-1e15, min(1e15, offsetSeconds))), accessLifetime: lifetime)
+                          clockOffset: Int64((Double(offset) / 1_000_000).rounded()), accessLifetime: lifetime)
     }
 }
 

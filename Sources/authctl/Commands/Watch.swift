@@ -33,7 +33,9 @@ struct Watch: AsyncParsableCommand {
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count takes a whole number of at least 1") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout takes a number of seconds greater than 0") }
+        if let timeout, !(timeout > 0 && timeout <= 315_360_000) {
+            throw ValidationError("--timeout takes a number of seconds greater than 0 and at most 315360000 (ten years)")
+        }
     }
 
     func run() async throws {
