@@ -33,6 +33,9 @@ struct Authctl: AsyncParsableCommand {
     /// Parses, runs, and maps every failure to one line on stderr and its exit status.
     /// Commands that wait (`watch`) run asynchronously; the others synchronously.
     static func main() async {
+        if ProcessEnvironment.reopenClosedStandardDescriptors().standardOutputWasClosed {
+            Output.markStandardOutputClosed()
+        }
         // A write to a closed pipe must fail with EPIPE, for the output layer to decide: exit
         // 74 with a message, or for `watch` a quiet end (SPEC §7.9, §7.10).
         ProcessSignal.brokenPipe.ignore()

@@ -132,6 +132,19 @@ struct SettingsFileTests {
         #expect(try folder.store.read(service: folder.service) == SettingsRead(record: SessionRecord()))
     }
 
+    @Test("a corrupt group of one service is replaced alone: other services keep their groups")
+    func corruptGroupAlone() throws {
+        let folder = SettingsFolder()
+        let other = "[other]\nuser=bob\nsequence=9\nserver=https://auth.example.org/token\nprotocol=oauth2\n"
+        try folder.write(other + "\n[svc]\nsequence=abc\n")
+        #expect(try folder.store.read(service: folder.service).corruption != nil)
+        let copy = try folder.store.save(SessionRecord(sequence: 0), service: folder.service)
+        #expect(copy == folder.file + ".corrupt")
+        let otherRead = try folder.store.read(service: ServiceName(rawValue: "other")!)
+        #expect(otherRead.corruption == nil && otherRead.record.user?.rawValue == "bob" && otherRead.record.binding != nil)
+        #expect(try folder.store.read(service: folder.service) == SettingsRead(record: SessionRecord()))
+    }
+
     @Test("a symlink is refused with 78 and the fix")
     func symlink() throws {
         let folder = SettingsFolder()

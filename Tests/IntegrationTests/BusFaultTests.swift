@@ -69,6 +69,10 @@ struct BusFaultTests {
         var run = try scenario.authctl("--keyring-timeout", "1", "status")
         #expect(run.status == 75 && run.stderr == "authctl: the session bus did not answer within 1 s; try again, or raise --keyring-timeout\n"
                 && run.seconds < 4, "\(run)")
+        for arguments in [["status"], ["accounts"], ["sign-in", "a", "--password-stdin"]] {
+            run = try scenario.authctl(arguments, input: Array("pw".utf8))
+            #expect(run.status == 75 && run.seconds < 5 && run.stderr.contains("did not answer within 4.5 s"), "\(arguments): \(run)")
+        }
         run = try scenario.authctl("doctor")
         #expect(run.status == 75 && run.seconds < 5, "\(run)")
         #expect(run.stdout.contains("fail session-bus"), "\(run)")

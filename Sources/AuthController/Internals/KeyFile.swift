@@ -40,6 +40,13 @@ final class KeyFile {
         if let error { g_error_free(error) }  // a missing key is not a failure here
     }
 
+    /// The corresponding C function is `g_key_file_remove_group`.
+    func removeGroup(_ group: String) {
+        var error: UnsafeMutablePointer<GError>?
+        g_key_file_remove_group(pointer, group, &error)
+        if let error { g_error_free(error) }  // a missing group is not a failure here
+    }
+
     /// The corresponding C function is `g_key_file_to_data`.
     func data() -> [UInt8] {
         var length: gsize = 0

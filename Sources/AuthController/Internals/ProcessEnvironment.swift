@@ -5,6 +5,23 @@ internal import Glibc
 /// What this process was started with: its environment, its user's passwd entry, and the way
 /// out. The library itself never reads these; the command line does, through here.
 public enum ProcessEnvironment {
+    /// Opens `/dev/null` on standard input, output and error where they are closed. Otherwise
+    /// the first descriptor the process opens (GLib's wakeup eventfd, say) would become "standard
+    /// input", and a password would be read from it, or output written into it.
+    /// The corresponding C functions are `fcntl` and `open`.
+    /// Returns whether standard output was closed (what is printed then goes nowhere, which
+    /// the caller reports).
+    @discardableResult
+    public static func reopenClosedStandardDescriptors() -> (standardOutputWasClosed: Bool, Void) {
+        var outputClosed = false
+        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            if descriptor == STDOUT_FILENO { outputClosed = true }
+            // open() returns the lowest free descriptor: this one.
+            _ = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+        }
+        return (outputClosed, ())
+    }
+
     /// The value of an environment variable; `nil` when it is unset or empty.
     /// The corresponding C function is `getenv`.
     public static func value(_ name: String) -> String? {

@@ -28,10 +28,14 @@ final class SessionBus: Sendable {
         }
     }
 
+    /// At most this long to connect and authenticate, whatever the calls' deadline: a bus that
+    /// does not answer its handshake is not there, and a command must end within 5 s (SPEC §7.1).
+    static let connectTimeout = 4.5
+
     /// The open connection, connecting (again) when there is none or it was closed.
     func connection(timeout: Double) throws(AuthError) -> GDBus.Connection {
         if let connection = cached.withLock({ $0 }), !GDBus.connectionIsClosed(connection) { return connection }
-        let deadline = Deadline(seconds: timeout)
+        let deadline = Deadline(seconds: min(timeout, Self.connectTimeout))
         do throws(GLibError) {
             let connection = try GDBus.connectionNewForAddress(try resolvedAddress(deadline), deadline)
             cached.withLock { $0 = connection }
@@ -44,7 +48,7 @@ final class SessionBus: Sendable {
     /// A new connection of its own, for a caller that needs its signals delivered on its own
     /// main context (see ``MainLoopThread``) and to learn when the bus goes away.
     func privateConnection(timeout: Double) throws(AuthError) -> GDBus.Connection {
-        let deadline = Deadline(seconds: timeout)
+        let deadline = Deadline(seconds: min(timeout, Self.connectTimeout))
         do throws(GLibError) {
             return try GDBus.connectionNewForAddress(try resolvedAddress(deadline), deadline)
         } catch {

@@ -46,6 +46,12 @@ public struct KeyFileSettingsStore: SettingsStore {
                     try Posix.link(filePath, corruptCopyPath)
                 }
                 replacedCopy = corruptCopyPath
+                // When the file still parses, only this service's group was unusable: the
+                // other services keep theirs (their bindings, their signed-in users).
+                if let parsed = try? KeyFile(parsing: bytes) {
+                    parsed.removeGroup(service.rawValue)
+                    keyFile = parsed
+                }
             }
         }
         let group = service.rawValue

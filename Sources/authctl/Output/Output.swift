@@ -1,4 +1,5 @@
 import AuthController
+import Synchronization
 import SystemPackage
 
 /// The one place that writes to stdout and stderr and turns errors into exit statuses.
@@ -10,6 +11,13 @@ enum Output {
         /// The reading end of the pipe was closed (`authctl watch | head -n 1`).
         var readerGone: Bool { errno == .brokenPipe }
     }
+
+    /// Set at start-up when standard output was closed: every write to it then fails with
+    /// `EBADF` (74), as it would have, instead of vanishing into the `/dev/null` put there.
+    private static let standardOutputClosed = Atomic<Bool>(false)
+
+    /// Called at start-up when standard output was found closed.
+    static func markStandardOutputClosed() { standardOutputClosed.store(true, ordering: .relaxed) }
 
     /// A line meant for people on stdout, written at once. Control characters (which no valid
     /// account id or name holds, but a message from GLib or a spoofed signal may) are escaped,
@@ -68,6 +76,7 @@ enum Output {
     /// Writes every byte at once, without buffering, so lines appear in order across both
     /// streams. SIGPIPE is ignored (see `Authctl.main`), so a closed pipe is `EPIPE` here.
     private static func write(_ descriptor: FileDescriptor, _ text: String) throws(WriteFailure) {
+        if descriptor == .standardOutput && standardOutputClosed.load(ordering: .relaxed) { throw WriteFailure(errno: .badFileDescriptor) }
         do {
             _ = try descriptor.writeAll(text.utf8)
         } catch let errno as Errno {
