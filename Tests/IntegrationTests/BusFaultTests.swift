@@ -80,6 +80,24 @@ struct BusFaultTests {
         #expect(run.status == 75 && run.seconds < 8 && run.stderr.contains("did not answer"), "\(run)")
     }
 
+    @Test("a write whose deadline passed changes nothing, though the keyring finishes it late", arguments: ["0.002", "0.01", "0.05"])
+    func lateWrites(_ timeout: String) throws {
+        let scenario = try Scenario()
+        var succeeded: [String] = []
+        for index in 0..<4 {
+            let run = try scenario.authctl(["--keyring-timeout", timeout, "sign-in", "u\(index)", "--password-stdin"], input: Array("pw".utf8))
+            #expect(run.status == 0 || run.status == 75, "\(run)")
+            if run.status == 0 { succeeded.append("u\(index)") }
+        }
+        let listed = try scenario.authctl("accounts").stdout.split(separator: "\n").map { String($0.dropFirst(2)) }
+        #expect(listed.sorted() == succeeded.sorted(), "a failed sign-in left a hash behind")
+        try scenario.authctl("sign-in", "kept", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = try scenario.authctl(["--keyring-timeout", timeout, "forget", "kept"])
+        let signedIn = try scenario.authctl("status").status == 0
+        let stored = try scenario.secretTool("lookup", "service", scenario.service, "account", "kept").status == 0
+        #expect(run.status == 0 ? (!signedIn && !stored) : (run.status == 75 && signedIn && stored), "\(run)")
+    }
+
     @Test("a keyring deadline too short for a live bus is 75, not \"no session bus\"")
     func tinyKeyringTimeout() throws {
         let scenario = try Scenario()

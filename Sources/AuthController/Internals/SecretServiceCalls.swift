@@ -35,6 +35,13 @@ enum SecretServiceCalls {
         return g_variant_is_of_type(value, variantType("b")) != 0 && g_variant_get_boolean(value) != 0
     }
 
+    /// `Properties.Get(Item, "Label")` of the item at `path`.
+    static func itemLabel(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> String {
+        let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Item", name: "Label", deadline)
+        defer { g_variant_unref(value) }
+        return g_variant_is_of_type(value, variantType("s")) != 0 ? String(cString: g_variant_get_string(value, nil)) : ""
+    }
+
     /// `Service.ReadAlias(s) → o`: the collection behind `alias`, `nil` when it resolves to nothing.
     static func readAlias(_ connection: GDBus.Connection, _ alias: String, _ deadline: Deadline) throws(GLibError) -> String? {
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "ReadAlias",

@@ -56,16 +56,24 @@ public struct SecretServiceStore: SecretStore {
         let found = try search(key)
         let items = found.unlocked + found.locked
         if let existing = items.first {
-            try bus.call("store the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.setSecret(connection, item: existing, secret: secret, contentType: contentType, deadline)
+            let old = try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.secret(connection, item: existing, deadline)
             }
+            try undoingLateWrites("store the secret of \(key)", { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.setSecret(connection, item: existing, secret: secret, contentType: contentType, deadline)
+            }, undo: { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.setSecret(connection, item: existing, secret: old, contentType: contentType, deadline)
+            })
             // Never two items for one key: drop duplicates another tool may have left.
-            for duplicate in items.dropFirst() { try delete(duplicate) }
+            for duplicate in items.dropFirst() { try delete(duplicate, of: key) }
         } else {
-            try bus.call("store the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+            try undoingLateWrites("store the secret of \(key)", { connection, deadline throws(GLibError) in
                 try SecretServiceCalls.createItem(connection, collection: collection, schema: key.schema, label: label,
                                                   attributes: key.attributes, secret: secret, contentType: contentType, deadline)
-            }
+            }, undo: { connection, deadline throws(GLibError) in
+                let created = try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
+                for item in created.unlocked + created.locked { try SecretServiceCalls.deleteItem(connection, item: item, deadline) }
+            })
         }
     }
 
@@ -76,7 +84,7 @@ public struct SecretServiceStore: SecretStore {
         let items = found.unlocked + found.locked
         guard !items.isEmpty else { return false }
         if locked { try unlockedDefaultCollection() }
-        for item in items { try delete(item) }
+        for item in items { try delete(item, of: key) }
         return true
     }
 
@@ -129,9 +137,36 @@ public struct SecretServiceStore: SecretStore {
         return (found.unlocked.filter { !tokenItems.contains($0) }, found.locked.filter { !tokenItems.contains($0) })
     }
 
-    private func delete(_ item: String) throws(AuthError) {
-        try bus.call("delete an item", timeout: promptAllowed ? promptTimeout : callTimeout) { connection, deadline throws(GLibError) in
+    /// Deletes one item of `key`; if the deadline passes, a delete the service carries out
+    /// afterwards is undone by storing the item again.
+    private func delete(_ item: String, of key: ItemKey) throws(AuthError) {
+        let (secret, label) = try bus.call("read the item of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+            (try SecretServiceCalls.secret(connection, item: item, deadline), try SecretServiceCalls.itemLabel(connection, item: item, deadline))
+        }
+        try undoingLateWrites("delete the item of \(key)", { connection, deadline throws(GLibError) in
             try SecretServiceCalls.deleteItem(connection, item: item, deadline)
+        }, undo: { connection, deadline throws(GLibError) in
+            let remaining = try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
+            guard remaining.unlocked.isEmpty && remaining.locked.isEmpty,
+                  let collection = try SecretServiceCalls.readAlias(connection, "default", deadline) else { return }
+            try SecretServiceCalls.createItem(connection, collection: collection, schema: key.schema, label: label, attributes: key.attributes,
+                                              secret: secret, contentType: key.server == nil ? "text/plain" : "application/json", deadline)
+        })
+    }
+
+    /// Runs a write under its deadline. A write whose deadline passed may still be carried out
+    /// by the service after authctl stopped waiting (gnome-keyring finishes what it was asked),
+    /// so `undo` then puts things back — with a deadline of its own, at least 5 s — and "nothing
+    /// was changed" stays true. The undo is best effort: its failure leaves the first error.
+    private func undoingLateWrites(_ what: String, _ write: (GDBus.Connection, Deadline) throws(GLibError) -> Void,
+                                   undo: (GDBus.Connection, Deadline) throws(GLibError) -> Void) throws(AuthError) {
+        do throws(AuthError) {
+            try bus.call(what, timeout: promptAllowed ? promptTimeout : callTimeout, write)
+        } catch {
+            if case .temporaryFailure = error {
+                _ = try? bus.call("undo a late write", timeout: max(callTimeout, 5), undo)
+            }
+            throw error
         }
     }
 
