@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -14,6 +14,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Without its default trait, swift-subprocess does not pull Foundation in.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2", traits: []),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         .systemLibrary(
@@ -28,13 +31,27 @@ let package = Package(
         ),
         .target(
             name: "AuthController",
-            dependencies: ["CLibsecret", "CArgon2"],
+            dependencies: [
+                "CLibsecret", "CArgon2",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "DesktopSandbox",
+            dependencies: [
+                "AuthController",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "authctl",
             dependencies: [
                 "AuthController",
+                "DesktopSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -51,7 +68,11 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AuthController", "authctl"],
+            dependencies: [
+                "AuthController", "DesktopSandbox", "authctl",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

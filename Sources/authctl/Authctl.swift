@@ -6,7 +6,7 @@ import Glibc
 
 /// `authctl`: sign in and out of a service, with the password hash in the desktop keyring.
 @main
-struct Authctl: ParsableCommand {
+struct Authctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "authctl",
         abstract: "Sign in and out on the Linux desktop, with password hashes in the Secret Service.",
@@ -33,13 +33,17 @@ struct Authctl: ParsableCommand {
     }
 
     /// Parses, runs, and maps every failure to one line on stderr and its exit status.
-    static func main() {
+    static func main() async {
         if let position = firstNonUTF8Argument() {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
         }
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if var asynchronous = command as? AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
             Glibc.exit(0)
         } catch let error as AuthError {
             Output.fail(error)

@@ -58,10 +58,10 @@ struct Watch: ParsableCommand {
         }
         defer { for source in signals { source.cancel() } }
 
-        if initial, try loop.handle(controller.initialEvent()) { return }
+        let initialEvent = initial ? try controller.initialEvent() : nil
         let finished = DispatchSemaphore(value: 0)
         Task {
-            await loop.consume()
+            await loop.consume(first: initialEvent)
             finished.signal()
         }
         finished.wait()
@@ -122,17 +122,18 @@ private final class WatchLoop: @unchecked Sendable {
 
     /// Prints the event and runs the hook; returns whether watching is over (`--count` reached,
     /// or ended by a timeout or signal, after which buffered events are dropped).
-    func handle(_ event: LoginEvent) throws(AuthError) -> Bool {
+    func handle(_ event: LoginEvent) async throws(AuthError) -> Bool {
         if ending != nil { return true }
         Output.line(json ? Watch.json(event) : Watch.text(event))
-        if let hook { _ = try hook.run(for: event, environment: environment) }
+        if let hook { _ = try await hook.run(for: event, environment: environment) }
         seen += 1
         return count.map { seen >= $0 } ?? false
     }
 
-    func consume() async {
+    func consume(first: LoginEvent?) async {
         do throws(AuthError) {
-            for await event in listener.events where try handle(event) {
+            if let first, try await handle(first) { return }
+            for await event in listener.events where try await handle(event) {
                 end(.counted)
                 break
             }
