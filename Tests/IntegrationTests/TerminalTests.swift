@@ -10,12 +10,11 @@ import Glibc
 struct TerminalTests {
     /// Runs `authctl` on a new pseudo-terminal, answering each prompt in `answers` as it
     /// appears. Returns the exit status and everything the terminal showed.
-    func runOnTerminal(_ scenario: Scenario, _ arguments: [String], answers: [(prompt: String, reply: String)]) throws -> (Int32, String) {
+    func runOnTerminal(_ scenario: Scenario, _ arguments: [String], answers: [(prompt: String, reply: String)]) async throws -> (Int32, String) {
         var master: Int32 = -1, slave: Int32 = -1
         #expect(openpty(&master, &slave, nil, nil, nil) == 0)
         defer { close(master) }
-        let child = try ChildProcess(Scenario.binary, arguments: arguments, environment: scenario.environment,
-                                     standardInput: slave, standardOutput: slave, standardError: slave)
+        let child = try await Spawned(Scenario.binary, arguments, input: nil, environment: scenario.environment, terminal: slave)
         close(slave)
         var screen = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -41,28 +40,28 @@ struct TerminalTests {
             _ = (reply + "\n").withCString { Glibc.write(master, $0, strlen($0)) }
         }
         read(until: "\u{0}")  // everything up to end of output
-        return (child.wait(), screen)
+        return (await child.wait().status, screen)
     }
 
     @Test("a new account is asked twice with echo off; a known one once; a mismatch is 65")
-    func typedPasswords() throws {
-        let scenario = try Scenario()
-        var (status, screen) = try runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [
+    func typedPasswords() async throws {
+        let scenario = try await Scenario()
+        var (status, screen) = try await runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [
             ("New password for tty-user: ", "s3cret-typed"), ("Repeat the password: ", "s3cret-typed"),
         ])
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("Signed in to \(scenario.service) as tty-user."))
         #expect(!screen.contains("s3cret-typed"), "the password was echoed: \(screen)")
 
-        (status, screen) = try runOnTerminal(scenario, ["verify"], answers: [("Password for tty-user: ", "s3cret-typed")])
+        (status, screen) = try await runOnTerminal(scenario, ["verify"], answers: [("Password for tty-user: ", "s3cret-typed")])
         #expect(status == 0 && !screen.contains("s3cret-typed"), "\(screen)")
-        (status, screen) = try runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [("Password for tty-user: ", "wrong")])
+        (status, screen) = try await runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [("Password for tty-user: ", "wrong")])
         #expect(status == 77, "\(screen)")
 
-        (status, screen) = try runOnTerminal(scenario, ["sign-in", "other"], answers: [
+        (status, screen) = try await runOnTerminal(scenario, ["sign-in", "other"], answers: [
             ("New password for other: ", "one"), ("Repeat the password: ", "two"),
         ])
         #expect(status == 65 && screen.contains("did not match"), "\(screen)")
-        #expect(try scenario.authctl("whoami").output == "tty-user")
+        #expect(try await scenario.authctl("whoami").output == "tty-user")
     }
 }
