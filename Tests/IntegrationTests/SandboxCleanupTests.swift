@@ -50,8 +50,9 @@ struct SandboxCleanupTests {
         func owner(_ name: String) async throws -> pid_t {
             let run = try await inside.gdbus("call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                                              "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", name)
-            let digits = run.stdout.split(whereSeparator: { !$0.isNumber }).first.map(String.init)
-            return try #require(digits.flatMap { pid_t($0) }, "\(run)")
+            // "(uint32 1234,)"
+            let digits = run.stdout.split(separator: " ").last?.filter(\.isNumber)
+            return try #require(digits.flatMap { pid_t(String($0)) }, "\(run)")
         }
         let bus = try await owner("org.freedesktop.DBus")
         let keyring = try await owner("org.freedesktop.secrets")
@@ -119,7 +120,7 @@ struct SandboxCleanupTests {
         let mount = try await runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", temporary], input: nil,
                                          environment: [:], timeout: 10)
         try #require(mount.status == 0, "mounting a tmpfs needs root: \(mount)")
-        defer { _ = unmount(temporary) }
+        defer { _ = umount2(temporary, 2) }  // MNT_DETACH
         let filler = try await runProcess("/bin/sh", ["-c", "cat /dev/zero > \"$0\"/filler 2>/dev/null; true", temporary], input: nil,
                                           environment: [:], timeout: 10)
         #expect(filler.status == 0)
