@@ -264,8 +264,34 @@ final class Spawned: Sendable {
 }
 
 /// Runs a program to completion.
+/// Runs a program to completion, at most ``ProcessSlots/width`` at once across the suite.
 func runProcess(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], timeout: Double) async throws -> Run {
-    try await Spawned(path, arguments, input: input, environment: environment).wait(timeout: timeout)
+    await ProcessSlots.shared.acquire()
+    defer { Task { await ProcessSlots.shared.release() } }
+    return try await Spawned(path, arguments, input: input, environment: environment).wait(timeout: timeout)
+}
+
+/// Async tests suspend instead of blocking a thread, so Swift Testing runs them all at once;
+/// on a two-core machine dozens of `authctl` processes at a time would make the deadlines
+/// the tests check (5 s) measure the machine's load. As many run-to-completion processes run
+/// at once as there are cores, as when each test held a thread while its process ran.
+actor ProcessSlots {
+    static let shared = ProcessSlots()
+    static let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    private var busy = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if busy < Self.width {
+            busy += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty { busy -= 1 } else { waiting.removeFirst().resume() }
+    }
 }
 
 /// Collects `count` events from a listener, failing after `timeout` seconds.
