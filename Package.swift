@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -31,7 +31,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Without its default trait, swift-subprocess does not pull Foundation in.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2", traits: []),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         .systemLibrary(
@@ -52,7 +54,11 @@ let package = Package(
         ),
         .target(
             name: "AuthController",
-            dependencies: ["CLibsecret", "CArgon2", "CLibsoup", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "CLibsecret", "CArgon2", "CLibsoup",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -60,10 +66,20 @@ let package = Package(
             dependencies: ["AuthController"],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "DesktopSandbox",
+            dependencies: [
+                "AuthController",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "authctl",
             dependencies: [
                 "AuthController",
+                "DesktopSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -89,7 +105,11 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["AuthController", "AuthControllerTesting", "TestSupport", "authctl"],
+            dependencies: [
+                "AuthController", "AuthControllerTesting", "TestSupport", "DesktopSandbox", "authctl",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             exclude: ["Support/token_server.py"],
             swiftSettings: strictSettings
         ),

@@ -1,4 +1,5 @@
 import AuthController
+import DesktopSandbox
 import Foundation
 import Testing
 import TestSupport
@@ -8,78 +9,78 @@ import TestSupport
 @Suite("authctl commands")
 struct CommandLineTests {
     @Test("round trip: enrol, status, wrong password, switch, accounts, whoami, verify, sign-out, forget")
-    func roundTrip() throws {
-        let scenario = try Scenario()
-        var run = try scenario.authctl("status")
+    func roundTrip() async throws {
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("status")
         #expect(run.status == 1 && run.output == "Not signed in to \(scenario.service)")
 
-        run = try scenario.authctl("sign-in", "alice@example.org", "--name", "Alice Example", "--password-stdin", stdin: "pw-alice\n")
+        run = try await scenario.authctl("sign-in", "alice@example.org", "--name", "Alice Example", "--password-stdin", stdin: "pw-alice\n")
         #expect(run.status == 0, "\(run)")
         #expect(run.output == "Signed in to \(scenario.service) as alice@example.org.")
 
-        run = try scenario.authctl("status")
+        run = try await scenario.authctl("status")
         #expect(run.status == 0)
         #expect(run.output.hasPrefix("Signed in to \(scenario.service) as alice@example.org (Alice Example) since 20"))
-        run = try scenario.authctl("status", "--quiet")
+        run = try await scenario.authctl("status", "--quiet")
         #expect(run.status == 0 && run.stdout.isEmpty)
 
         // The hash, not the password, is what the keyring holds: as secret-tool sees it.
-        let stored = try scenario.secretTool("lookup", "service", scenario.service, "account", "alice@example.org")
+        let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "alice@example.org")
         #expect(stored.stdout.hasPrefix("$argon2id$v=19$m=65536,t=3,p=4$"))
         #expect(!stored.stdout.contains("pw-alice"))
 
-        run = try scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong\n")
+        run = try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong\n")
         #expect(run.status == 77 && run.stderr == "authctl: wrong password for alice@example.org\n")
 
-        run = try scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "pw-bob")
+        run = try await scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "pw-bob")
         #expect(run.status == 0)
-        run = try scenario.authctl("accounts")
+        run = try await scenario.authctl("accounts")
         #expect(run.status == 0 && run.stdout == "  alice@example.org\n* bob@example.org\n")
-        run = try scenario.authctl("accounts", "--json")
+        run = try await scenario.authctl("accounts", "--json")
         #expect(run.output == #"[{"user":"alice@example.org","current":false},{"user":"bob@example.org","current":true}]"#)
-        run = try scenario.authctl("whoami")
+        run = try await scenario.authctl("whoami")
         #expect(run.status == 0 && run.stdout == "bob@example.org\n")
-        run = try scenario.authctl("whoami", "--json")
+        run = try await scenario.authctl("whoami", "--json")
         #expect(run.output == #"{"service":"\#(scenario.service)","user":"bob@example.org","name":"Bob"}"#)
 
-        run = try scenario.authctl("verify", "--password-stdin", stdin: "pw-bob")
+        run = try await scenario.authctl("verify", "--password-stdin", stdin: "pw-bob")
         #expect(run.status == 0)
-        run = try scenario.authctl("verify", "--password-stdin", stdin: "pw-alice")
+        run = try await scenario.authctl("verify", "--password-stdin", stdin: "pw-alice")
         #expect(run.status == 77)
 
-        run = try scenario.authctl("sign-out")
+        run = try await scenario.authctl("sign-out")
         #expect(run.status == 0 && run.stdout == "Signed out of \(scenario.service): bob@example.org.\n")
-        run = try scenario.authctl("status")
+        run = try await scenario.authctl("status")
         #expect(run.status == 1)
-        run = try scenario.authctl("sign-out")
+        run = try await scenario.authctl("sign-out")
         #expect(run.status == 0 && run.stderr == "authctl: nobody is signed in to \(scenario.service)\n")
-        run = try scenario.authctl("whoami")
+        run = try await scenario.authctl("whoami")
         #expect(run.status == 1 && run.stdout.isEmpty && run.stderr.hasPrefix("authctl: nobody is signed in"))
-        run = try scenario.authctl("whoami", "--json")
+        run = try await scenario.authctl("whoami", "--json")
         #expect(run.status == 1 && run.output == #"{"service":"\#(scenario.service)","user":null,"name":null}"#)
-        run = try scenario.authctl("verify", "--password-stdin", stdin: "pw-bob")
+        run = try await scenario.authctl("verify", "--password-stdin", stdin: "pw-bob")
         #expect(run.status == 1)
 
         // sign-out deleted bob's hash; alice's stays until forgotten, twice is fine.
-        run = try scenario.authctl("accounts")
+        run = try await scenario.authctl("accounts")
         #expect(run.stdout == "  alice@example.org\n")
-        #expect(try scenario.authctl("forget", "alice@example.org").status == 0)
-        #expect(try scenario.authctl("forget", "alice@example.org").status == 0)
-        run = try scenario.authctl("accounts")
+        #expect(try await scenario.authctl("forget", "alice@example.org").status == 0)
+        #expect(try await scenario.authctl("forget", "alice@example.org").status == 0)
+        run = try await scenario.authctl("accounts")
         #expect(run.status == 0 && run.stdout.isEmpty)
-        let gone = try scenario.secretTool("lookup", "service", scenario.service, "account", "alice@example.org")
+        let gone = try await scenario.secretTool("lookup", "service", scenario.service, "account", "alice@example.org")
         #expect(gone.stdout.isEmpty)
     }
 
     @Test("status --json has every field, null when signed out, and the sequence")
-    func statusJSON() throws {
-        let scenario = try Scenario()
-        var run = try scenario.authctl("status", "--json")
+    func statusJSON() async throws {
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("status", "--json")
         #expect(run.status == 1)
         #expect(run.output == #"{"service":"\#(scenario.service)","signedIn":false,"user":null,"name":null,"signedInAt":null,"sequence":0,"keyringLocked":false,"avatarURL":null,"server":null,"accessTokenExpiresAt":null,"refreshTokenExpiresAt":null}"#)
-        try scenario.authctl("sign-in", "MyEmailAddress@example.com ", "--password-stdin", stdin: "pw").status.expect(65)
-        try scenario.authctl("sign-in", "MyEmailAddress@example.com", "--name", "Me", "--password-stdin", stdin: "pw").status.expect(0)
-        run = try scenario.authctl("status", "--json")
+        try await scenario.authctl("sign-in", "MyEmailAddress@example.com ", "--password-stdin", stdin: "pw").status.expect(65)
+        try await scenario.authctl("sign-in", "MyEmailAddress@example.com", "--name", "Me", "--password-stdin", stdin: "pw").status.expect(0)
+        run = try await scenario.authctl("status", "--json")
         #expect(run.status == 0)
         let object = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(object["signedIn"] as? Bool == true)
@@ -89,27 +90,27 @@ struct CommandLineTests {
         #expect((object["sequence"] as? NSNumber)?.intValue == 1)
         #expect(object["keyringLocked"] as? Bool == false)
         #expect(object["avatarURL"] as? String == "https://www.gravatar.com/avatar/0bc83cb571cd1c50ba6f3e8a78ef1346")
-        try scenario.authctl("sign-out").status.expect(0)
-        run = try scenario.authctl("status", "--json")
+        try await scenario.authctl("sign-out").status.expect(0)
+        run = try await scenario.authctl("status", "--json")
         #expect(run.output.contains(#""sequence":2"#))
     }
 
     @Test("--service and AUTHCTL_SERVICE choose the service, before or after the command; services are isolated")
-    func serviceSelection() throws {
-        var scenario = try Scenario()
+    func serviceSelection() async throws {
+        var scenario = try await Scenario()
         let other = "other-" + UUID().uuidString.lowercased()
-        try scenario.authctl(["sign-in", "amy", "--password-stdin", "--service", other], input: Array("pw".utf8)).status.expect(0)
-        try scenario.authctl("--service", other, "status").status.expect(0)
-        try scenario.authctl("status", "--service", other).status.expect(0)
-        try scenario.authctl("status").status.expect(1)  // AUTHCTL_SERVICE is this scenario's own
-        #expect(try scenario.authctl("accounts").stdout.isEmpty)
+        try await scenario.authctl(["sign-in", "amy", "--password-stdin", "--service", other], input: Array("pw".utf8)).status.expect(0)
+        try await scenario.authctl("--service", other, "status").status.expect(0)
+        try await scenario.authctl("status", "--service", other).status.expect(0)
+        try await scenario.authctl("status").status.expect(1)  // AUTHCTL_SERVICE is this scenario's own
+        #expect(try await scenario.authctl("accounts").stdout.isEmpty)
         scenario.extraEnvironment["AUTHCTL_SERVICE"] = ""
-        try scenario.authctl("status").status.expect(1)
-        #expect(try scenario.authctl("status").stdout.contains("io.github.authctl"))
-        let secret = try scenario.secretTool("lookup", "service", other, "account", "amy")
+        try await scenario.authctl("status").status.expect(1)
+        #expect(try await scenario.authctl("status").stdout.contains("io.github.authctl"))
+        let secret = try await scenario.secretTool("lookup", "service", other, "account", "amy")
         #expect(secret.stdout.hasPrefix("$argon2id$"))
         scenario.extraEnvironment["AUTHCTL_SERVICE"] = "bad service"
-        let bad = try scenario.authctl("status")
+        let bad = try await scenario.authctl("status")
         #expect(bad.status == 65 && bad.stderr.hasPrefix("authctl: invalid service name"))
     }
 
@@ -117,9 +118,9 @@ struct CommandLineTests {
         ["frobnicate"], ["status", "--bogus"], ["sign-in"], ["forget"], ["--keyring-timeout", "0", "status"],
         ["--keyring-timeout", "soon", "status"], ["sign-in", "a", "--password", "x"], [],
     ])
-    func usageErrors(_ arguments: [String]) throws {
-        let scenario = try Scenario()
-        let run = try scenario.authctl(arguments)
+    func usageErrors(_ arguments: [String]) async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl(arguments)
         if arguments.isEmpty {
             // Like git and systemctl, no command prints the help.
             #expect(run.status == 0 && run.stdout.contains("USAGE"))
@@ -130,21 +131,21 @@ struct CommandLineTests {
     }
 
     @Test("--help and --version")
-    func helpAndVersion() throws {
-        let scenario = try Scenario()
-        let help = try scenario.authctl("--help")
+    func helpAndVersion() async throws {
+        let scenario = try await Scenario()
+        let help = try await scenario.authctl("--help")
         #expect(help.status == 0 && help.stdout.contains("sign-in") && help.stdout.contains("accounts"))
-        let commandHelp = try scenario.authctl("sign-in", "--help")
+        let commandHelp = try await scenario.authctl("sign-in", "--help")
         #expect(commandHelp.status == 0 && commandHelp.stdout.contains("--password-stdin"))
-        let version = try scenario.authctl("--version")
+        let version = try await scenario.authctl("--version")
         #expect(version.status == 0 && !version.stdout.isEmpty)
     }
 
     @Test("without a terminal or --password-stdin: 64 naming --password-stdin, before any other check")
-    func noPasswordSource() throws {
-        let scenario = try Scenario()
+    func noPasswordSource() async throws {
+        let scenario = try await Scenario()
         for arguments in [["sign-in", "alice"], ["sign-in", " bad id"], ["verify"]] {
-            let run = try scenario.authctl(arguments)
+            let run = try await scenario.authctl(arguments)
             #expect(run.status == 64 && run.stderr.contains("--password-stdin"), "\(run)")
         }
     }
@@ -162,75 +163,75 @@ struct CommandLineTests {
         (Sample(["sign-in", "a", "--password-stdin"]), Sample("nul\u{0}byte"), "NUL"),
         (Sample(["forget", "\u{1b}[31m"]), Sample(""), "control"),
     ])
-    func badInput(_ arguments: Sample<[String]>, _ input: Sample<String>, _ rule: String) throws {
-        let scenario = try Scenario()
-        let run = try scenario.authctl(arguments.value, input: Array(input.value.utf8))
+    func badInput(_ arguments: Sample<[String]>, _ input: Sample<String>, _ rule: String) async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl(arguments.value, input: Array(input.value.utf8))
         #expect(run.status == 65, "\(run)")
         #expect(run.stderr.hasPrefix("authctl: ") && run.stderr.contains(rule) && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
-        #expect(try scenario.authctl("accounts").stdout.isEmpty)
+        #expect(try await scenario.authctl("accounts").stdout.isEmpty)
     }
 
     @Test("an account id, name or service that is not UTF-8 is 65, not quietly replaced", arguments: [
         #"sign-in "$(printf 'a\377')" --password-stdin"#, #"sign-in a --name "$(printf '\300')" --password-stdin"#,
         #"--service "$(printf '\377')" status"#, #"forget "$(printf '\377')""#,
     ])
-    func nonUTF8Arguments(_ arguments: String) throws {
-        var scenario = try Scenario()
+    func nonUTF8Arguments(_ arguments: String) async throws {
+        var scenario = try await Scenario()
         scenario.extraEnvironment["AUTHCTL"] = Scenario.binary
-        let run = try runProcess("/bin/sh", ["-c", "printf pw | \"$AUTHCTL\" \(arguments)"], input: nil,
+        let run = try await runProcess("/bin/sh", ["-c", "printf pw | \"$AUTHCTL\" \(arguments)"], input: nil,
                                  environment: scenario.environment, timeout: 30)
         #expect(run.status == 65 && run.stderr.contains("not valid UTF-8"), "\(run)")
-        #expect(try scenario.authctl("accounts").stdout.isEmpty)
+        #expect(try await scenario.authctl("accounts").stdout.isEmpty)
     }
 
     @Test("a password that is not UTF-8 is 65")
-    func nonUTF8Password() throws {
-        let scenario = try Scenario()
-        let run = try scenario.authctl(["sign-in", "a", "--password-stdin"], input: [0x70, 0xFF, 0x0A])
+    func nonUTF8Password() async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl(["sign-in", "a", "--password-stdin"], input: [0x70, 0xFF, 0x0A])
         #expect(run.status == 65 && run.stderr.contains("UTF-8"))
     }
 
     @Test("--password-stdin drops one trailing \\n or \\r\\n and keeps a lone \\r; 4096 bytes is fine")
-    func passwordLineEndings() throws {
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "crlf", "--password-stdin", stdin: "secret\r\n").status.expect(0)
-        try scenario.authctl("verify", "--password-stdin", stdin: "secret").status.expect(0)
-        try scenario.authctl("sign-in", "cr", "--password-stdin", stdin: "secret\r").status.expect(0)
-        try scenario.authctl("verify", "--password-stdin", stdin: "secret").status.expect(77)
-        try scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n\n").status.expect(77)
-        try scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n").status.expect(77)
-        try scenario.authctl("verify", "--password-stdin", stdin: "secret\r").status.expect(0)
+    func passwordLineEndings() async throws {
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "crlf", "--password-stdin", stdin: "secret\r\n").status.expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret").status.expect(0)
+        try await scenario.authctl("sign-in", "cr", "--password-stdin", stdin: "secret\r").status.expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret").status.expect(77)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n\n").status.expect(77)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n").status.expect(77)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r").status.expect(0)
         let long = String(repeating: "ü", count: 2048)  // 4096 bytes
-        try scenario.authctl("sign-in", "long", "--password-stdin", stdin: long + "\n").status.expect(0)
-        try scenario.authctl("verify", "--password-stdin", stdin: long).status.expect(0)
+        try await scenario.authctl("sign-in", "long", "--password-stdin", stdin: long + "\n").status.expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: long).status.expect(0)
     }
 
     @Test("hostile account ids and names round-trip as data through keyring, settings, JSON")
-    func hostileIDs() throws {
-        let scenario = try Scenario()
+    func hostileIDs() async throws {
+        let scenario = try await Scenario()
         let marker = scenario.sandbox.directory + "/pwned-" + UUID().uuidString
         let account = "evil$(touch \(marker))`touch \(marker)`'\"; rm -rf / ;\"@ünï.org"
         let name = "Zoë \"$(touch \(marker))\" `x` \\ 'q'"
-        try scenario.authctl(["sign-in", account, "--name", name, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
-        let who = try scenario.authctl("whoami")
+        try await scenario.authctl(["sign-in", account, "--name", name, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
+        let who = try await scenario.authctl("whoami")
         #expect(who.output == account)
-        let json = try scenario.authctl("status", "--json")
+        let json = try await scenario.authctl("status", "--json")
         let object = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["user"] as? String == account)
         #expect(object["name"] as? String == name)
-        let stored = try scenario.secretTool("lookup", "service", scenario.service, "account", account)
+        let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", account)
         #expect(stored.stdout.hasPrefix("$argon2id$"))
-        let accounts = try scenario.authctl("accounts", "--json")
+        let accounts = try await scenario.authctl("accounts", "--json")
         #expect((try JSONSerialization.jsonObject(with: Data(accounts.stdout.utf8)) as? [[String: Any]])?.first?["user"] as? String == account)
-        try scenario.authctl("forget", account).status.expect(0)
+        try await scenario.authctl("forget", account).status.expect(0)
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
     @Test("the settings file records the session, mode 0600 in a 0700 folder")
-    func settingsFile() throws {
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "alice", "--name", "Alice", "--password-stdin", stdin: "pw").status.expect(0)
+    func settingsFile() async throws {
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--name", "Alice", "--password-stdin", stdin: "pw").status.expect(0)
         let text = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         #expect(text.hasPrefix("[\(scenario.service)]\n"))
         #expect(text.contains("\nuser=alice\n") && text.contains("\nname=Alice\n") && text.contains("\nsequence=1\n"))
@@ -241,10 +242,10 @@ struct CommandLineTests {
     }
 
     @Test("the default display name is the passwd real name, else the login name")
-    func defaultName() throws {
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
-        let json = try scenario.authctl("whoami", "--json").stdout
+    func defaultName() async throws {
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
+        let json = try await scenario.authctl("whoami", "--json").stdout
         let entry = getpwuid(geteuid())!.pointee
         let gecos = String(cString: entry.pw_gecos).split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let expected = gecos.isEmpty ? String(cString: entry.pw_name) : gecos
@@ -252,38 +253,38 @@ struct CommandLineTests {
     }
 
     @Test("a stored secret another tool wrote is refused with 65 and the forget hint; forget clears it")
-    func foreignSecret() throws {
-        let scenario = try Scenario()
-        let stored = try scenario.secretTool("store", "--label=foreign", "service", scenario.service, "account", "mallory", stdin: "plaintext")
+    func foreignSecret() async throws {
+        let scenario = try await Scenario()
+        let stored = try await scenario.secretTool("store", "--label=foreign", "service", scenario.service, "account", "mallory", stdin: "plaintext")
         #expect(stored.status == 0)
-        let run = try scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext")
+        let run = try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext")
         #expect(run.status == 65 && run.stderr.contains("mallory") && run.stderr.contains("authctl forget mallory"), "\(run)")
-        try scenario.authctl("status").status.expect(1)
-        try scenario.authctl("forget", "mallory").status.expect(0)
-        try scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext").status.expect(0)
+        try await scenario.authctl("status").status.expect(1)
+        try await scenario.authctl("forget", "mallory").status.expect(0)
+        try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext").status.expect(0)
     }
 
     @Test("a weak stored hash is upgraded on sign-in, never downgraded")
-    func upgradeOnLogin() throws {
-        let scenario = try Scenario()
+    func upgradeOnLogin() async throws {
+        let scenario = try await Scenario()
         let weak = try Argon2idHasher(parameters: .init(memoryKiB: 19456, iterations: 2, parallelism: 8)).hash(password("pw"))
-        try scenario.secretTool("store", "--label=weak", "service", scenario.service, "account", "old", stdin: weak).status.expect(0)
-        try scenario.authctl("sign-in", "old", "--password-stdin", stdin: "pw").status.expect(0)
-        let after = try scenario.secretTool("lookup", "service", scenario.service, "account", "old").stdout
+        try await scenario.secretTool("store", "--label=weak", "service", scenario.service, "account", "old", stdin: weak).status.expect(0)
+        try await scenario.authctl("sign-in", "old", "--password-stdin", stdin: "pw").status.expect(0)
+        let after = try await scenario.secretTool("lookup", "service", scenario.service, "account", "old").stdout
         #expect(after.hasPrefix("$argon2id$v=19$m=65536,t=3,p=8$"))
-        try scenario.authctl("verify", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "pw").status.expect(0)
         // Still one item for the pair.
-        let items = try scenario.secretTool("search", "--all", "service", scenario.service, "account", "old")
+        let items = try await scenario.secretTool("search", "--all", "service", scenario.service, "account", "old")
         #expect(items.stdout.components(separatedBy: "\nlabel = ").count == 2, "\(items)")
     }
 
     @Test("sign-out --keep-credentials keeps the hash for the next sign-in")
-    func keepCredentials() throws {
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").status.expect(0)
-        try scenario.authctl("sign-out", "--keep-credentials").status.expect(0)
-        try scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw2").status.expect(77)
-        try scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").status.expect(0)
+    func keepCredentials() async throws {
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").status.expect(0)
+        try await scenario.authctl("sign-out", "--keep-credentials").status.expect(0)
+        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw2").status.expect(77)
+        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").status.expect(0)
     }
 }
 
@@ -302,10 +303,10 @@ struct UnwritableOutputTests {
               "status", "status --json", "whoami", "accounts --json", "doctor --json", "--version",
               "sign-in full-disk --password-stdin",
           ])
-    func fullDisk(_ command: String) throws {
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
-        let run = try scenario.shell(#"printf pw | "$AUTHCTL" \#(command) >/dev/full"#)
+    func fullDisk(_ command: String) async throws {
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = try await scenario.shell(#"printf pw | "$AUTHCTL" \#(command) >/dev/full"#)
         #expect(run.status == 74, "\(run)")
         #expect(run.stderr == "authctl: cannot write to standard output: No space left on device\n", "\(run)")
     }

@@ -1,4 +1,5 @@
 import AuthController
+import DesktopSandbox
 import Foundation
 import Testing
 
@@ -7,17 +8,17 @@ import Testing
 struct EventTests {
     @Test("sign-in, switch, sign-out and forget arrive with the exact arguments; no-ops send nothing")
     func signalArguments() async throws {
-        let scenario = try Scenario()
+        let scenario = try await Scenario()
         let listener = try scenario.listener()
         let before = UInt64(Date().timeIntervalSince1970 * 1_000_000)
-        try scenario.authctl("sign-in", "alice@example.org", "--name", "Alice", "--password-stdin", stdin: "a").status.expect(0)
-        try scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "a").status.expect(0)  // no change
-        try scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong").status.expect(77)
-        try scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "b").status.expect(0)
-        try scenario.authctl("sign-out").status.expect(0)
-        try scenario.authctl("sign-out").status.expect(0)  // nobody: no event
-        try scenario.authctl("sign-in", "carol", "--name", "", "--password-stdin", stdin: "c").status.expect(0)
-        try scenario.authctl("forget", "carol").status.expect(0)
+        try await scenario.authctl("sign-in", "alice@example.org", "--name", "Alice", "--password-stdin", stdin: "a").status.expect(0)
+        try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "a").status.expect(0)  // no change
+        try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong").status.expect(77)
+        try await scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "b").status.expect(0)
+        try await scenario.authctl("sign-out").status.expect(0)
+        try await scenario.authctl("sign-out").status.expect(0)  // nobody: no event
+        try await scenario.authctl("sign-in", "carol", "--name", "", "--password-stdin", stdin: "c").status.expect(0)
+        try await scenario.authctl("forget", "carol").status.expect(0)
         let events = try await collect(6, from: listener)
         let after = UInt64(Date().timeIntervalSince1970 * 1_000_000)
         #expect(events.map { "\($0.status.rawValue) \($0.user?.rawValue ?? "-") \($0.reason.rawValue) \($0.name) #\($0.sequence) \($0.previousUser?.rawValue ?? "")" } == [
@@ -33,7 +34,7 @@ struct EventTests {
 
     @Test("the signal is a broadcast (sssa{sv}) with typed details, as dbus-monitor decodes it")
     func signalAsMonitorSeesIt() async throws {
-        let scenario = try Scenario()
+        let scenario = try await Scenario()
         let monitor = Process()
         monitor.executableURL = URL(fileURLWithPath: try which("dbus-monitor", package: "dbus-bin"))
         monitor.arguments = ["--address", scenario.sandbox.busAddress,
@@ -55,7 +56,7 @@ struct EventTests {
         }
         // dbus-monitor reports losing its own name once it has become a monitor.
         read(until: "member=NameLost")
-        try scenario.authctl("sign-in", "sig@example.org", "--name", "Sig", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "sig@example.org", "--name", "Sig", "--password-stdin", stdin: "pw").status.expect(0)
         read(until: "uint64 1\n")
         let expected = """
                string "\(scenario.service)"
@@ -82,22 +83,22 @@ struct EventTests {
 
     @Test("other services' events never reach a listener")
     func serviceFilter() async throws {
-        let scenario = try Scenario()
-        let other = try Scenario(service: scenario.service + ".other")
+        let scenario = try await Scenario()
+        let other = try await Scenario(service: scenario.service + ".other")
         let listener = try scenario.listener()
-        try other.authctl("sign-in", "x", "--password-stdin", stdin: "pw").status.expect(0)
-        try scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
+        try await other.authctl("sign-in", "x", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
         let events = try await collect(1, from: listener)
         #expect(events.first?.user?.rawValue == "mine")
     }
 
     @Test("12 parallel sign-ins: no lost update, sequence strictly increasing without gaps, events in the order of the changes")
     func parallelSignIns() async throws {
-        let scenario = try Scenario()
+        let scenario = try await Scenario()
         let listener = try scenario.listener()
         let runs = try await withThrowingTaskGroup(of: Run.self) { group in
             for index in 0..<12 {
-                group.addTask { try scenario.authctl("sign-in", "user\(index)@example.org", "--password-stdin", stdin: "pw\(index)") }
+                group.addTask { try await scenario.authctl("sign-in", "user\(index)@example.org", "--password-stdin", stdin: "pw\(index)") }
             }
             return try await group.reduce(into: [Run]()) { $0.append($1) }
         }
@@ -114,18 +115,18 @@ struct EventTests {
                 current = event.user
             }
         }
-        let json = try scenario.authctl("status", "--json").stdout
+        let json = try await scenario.authctl("status", "--json").stdout
         #expect(json.contains(#""sequence":23"#) && json.contains(#""user":"\#(current?.rawValue ?? "")""#))
-        #expect(try scenario.authctl("accounts").stdout.split(separator: "\n").count == 12)
+        #expect(try await scenario.authctl("accounts").stdout.split(separator: "\n").count == 12)
     }
 
     @Test("25 sign-in/sign-out cycles: 50 events, none lost, in order")
     func cycles() async throws {
-        let scenario = try Scenario()
+        let scenario = try await Scenario()
         let listener = try scenario.listener()
         for cycle in 0..<25 {
-            try scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
-            try scenario.authctl("sign-out").status.expect(0)
+            try await scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
+            try await scenario.authctl("sign-out").status.expect(0)
         }
         let events = try await collect(50, from: listener, timeout: 60)
         #expect(events.map(\.sequence) == Array(1...50))
@@ -134,7 +135,7 @@ struct EventTests {
 
     @Test("in-process events: NotificationCenter and AsyncStream, with the real keyring")
     func inProcess() async throws {
-        let scenario = try Scenario()
+        let scenario = try await Scenario()
         let controller = scenario.controller()
         let stream = controller.events()
         let listener = try scenario.listener()

@@ -6,21 +6,30 @@ import Testing
 /// token's life, single flight across processes, and what a hostile or failing server does.
 @Suite("Remote accounts against a token server")
 struct RemoteAccountTests {
+    /// Starts `count` processes at once, then waits for them all.
+    func startAll(_ count: Int, _ scenario: Scenario, _ arguments: [String]) async throws -> [Run] {
+        var started: [Spawned] = []
+        for _ in 0..<count { started.append(try await scenario.start(arguments)) }
+        var runs: [Run] = []
+        for spawned in started { runs.append(await spawned.wait(timeout: 60)) }
+        return runs
+    }
+
     func json(_ run: Run) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
     }
 
     @Test("oauth2 round trip: bind, sign in, status, a cached token, a forced refresh, accounts, sign-out revokes")
-    func oauth2RoundTrip() throws {
+    func oauth2RoundTrip() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice@example.org": "s3cret pw"]])
-        let scenario = try Scenario()
-        var run = try scenario.authctl(["server", "set", server.oauth2.uppercased().replacingOccurrences(of: "/OAUTH/TOKEN", with: "/oauth/token"),
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl(["server", "set", server.oauth2.uppercased().replacingOccurrences(of: "/OAUTH/TOKEN", with: "/oauth/token"),
                                         "--client-id", "cli", "--scope", "openid profile", "--revoke-url", server.revoke])
         #expect(run.status == 0, "\(run)")
-        run = try scenario.authctl("server", "show", "--json")
+        run = try await scenario.authctl("server", "show", "--json")
         #expect(json(run)["server"] as? String == server.oauth2 && json(run)["clientId"] as? String == "cli", "\(run)")
-        run = try scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "s3cret pw\n")
+        run = try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "s3cret pw\n")
         #expect(run.status == 0, "\(run)")
         let login = try #require(try server.log().last)
         #expect((login["fields"] as? [String: String]) == ["grant_type": "password", "username": "alice@example.org", "password": "s3cret pw",
@@ -28,66 +37,68 @@ struct RemoteAccountTests {
         let headers = login["headers"] as? [String: String] ?? [:]
         #expect(headers["accept"] == "application/json" && headers["user-agent"]?.hasPrefix("authctl/") == true, "\(headers)")
 
-        run = try scenario.authctl("status", "--json")
+        run = try await scenario.authctl("status", "--json")
         let status = json(run)
         #expect(status["signedIn"] as? Bool == true && status["server"] as? String == server.oauth2)
         #expect(status["accessTokenExpiresAt"] is String && status["refreshTokenExpiresAt"] is String, "\(run)")
 
         let requests = try server.log().count
-        run = try scenario.authctl("token")
+        run = try await scenario.authctl("token")
         let accepted = try server.accepts(run.output), requestsAfter = try server.log().count
         #expect(run.status == 0 && accepted && requestsAfter == requests, "\(run)")
         let first = run.output
-        run = try scenario.authctl("token", "--refresh", "--json")
+        run = try await scenario.authctl("token", "--refresh", "--json")
         let refreshed = json(run)["accessToken"] as? String ?? ""
         let refreshedAccepted = try server.accepts(refreshed), refreshes = try server.count("refresh")
         #expect(run.status == 0 && refreshed != first && refreshedAccepted && refreshes == 1, "\(run)")
         #expect(json(run)["tokenType"] as? String == "Bearer" && json(run)["user"] as? String == "alice@example.org")
 
-        run = try scenario.authctl("accounts")
+        run = try await scenario.authctl("accounts")
         #expect(run.stdout == "* alice@example.org\n", "\(run)")
-        run = try scenario.authctl("server", "unset")
+        run = try await scenario.authctl("server", "unset")
         #expect(run.status == 65 && run.stderr.contains("sign out first"), "\(run)")
-        run = try scenario.authctl("sign-out")
+        run = try await scenario.authctl("sign-out")
         #expect(run.status == 0 && run.stderr.isEmpty, "\(run)")
         #expect(try server.log().last?["endpoint"] as? String == "revoke")
-        #expect(try scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
-        run = try scenario.authctl("server", "show")
+        #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
+        run = try await scenario.authctl("server", "show")
         #expect(run.status == 0 && run.stdout.contains("server: \(server.oauth2)"), "the binding outlives sign-out: \(run)")
-        run = try scenario.authctl("server", "unset")
+        run = try await scenario.authctl("server", "unset")
         #expect(run.status == 0)
-        run = try scenario.authctl("server", "show", "--json")
+        run = try await scenario.authctl("server", "show", "--json")
         #expect(run.status == 1 && json(run)["server"] is NSNull, "\(run)")
     }
 
     @Test("json protocol: register, then log in; refresh with the refresh token as Bearer; 409 and 401")
-    func jsonProtocol() throws {
+    func jsonProtocol() async throws {
         let server = try TokenServer()
-        let scenario = try Scenario()
-        var run = try scenario.authctl("sign-in", "bob", "--server", server.json, "--protocol", "json", "--register", "--password-stdin", stdin: "pw")
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("sign-in", "bob", "--server", server.json, "--protocol", "json", "--register", "--password-stdin", stdin: "pw")
         #expect(run.status == 0, "\(run)")
         #expect(try server.log().last?["path"] as? String == "/api/register")
-        run = try scenario.authctl("token", "--refresh")
+        run = try await scenario.authctl("token", "--refresh")
         let refresh = try #require(try server.log().last)
         #expect(refresh["path"] as? String == "/api/refresh_tokens" && (refresh["authorization"] as? String)?.hasPrefix("Bearer refresh-") == true)
-        run = try scenario.authctl("sign-out")
-        run = try scenario.authctl("sign-in", "bob", "--register", "--password-stdin", stdin: "pw")
+        run = try await scenario.authctl("sign-out")
+        run = try await scenario.authctl("sign-in", "bob", "--register", "--password-stdin", stdin: "pw")
         #expect(run.status == 65 && run.stderr.contains("already has an account"), "\(run)")
-        run = try scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "wrong")
+        run = try await scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "wrong")
         #expect(run.status == 77, "\(run)")
-        #expect(try scenario.authctl("status").status == 1)
+        #expect(try await scenario.authctl("status").status == 1)
     }
 
     @Test("twelve `authctl token` at once with an expired token: exactly one refresh, one token, which the server accepts")
-    func singleFlightAcrossProcesses() throws {
+    func singleFlightAcrossProcesses() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2, "refresh_delay": 0.5])
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
         // Wait until the token has expired (by the status the tool reports, not a sleep guess).
-        let expiry = try #require(json(try scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
         while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
-        let runs = try (0..<12).map { _ in try scenario.start(["token"]) }.map { $0.wait(timeout: 60) }
+        // The refreshed token lives long: a process that starts late must find it fresh.
+        try server.configure(["access_lifetime": 300])
+        let runs = try await startAll(12, scenario, ["token"])
         #expect(runs.allSatisfy { $0.status == 0 }, "\(runs)")
         #expect(Set(runs.map(\.output)).count == 1, "\(runs.map(\.output))")
         #expect(try server.count("refresh") == 1)
@@ -95,20 +106,21 @@ struct RemoteAccountTests {
     }
 
     @Test("processes arriving one after another while a refresh is under way: still exactly one refresh")
-    func staggeredSingleFlight() throws {
+    func staggeredSingleFlight() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
-        let expiry = try #require(json(try scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
         while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
         try server.configure(["access_lifetime": 300, "refresh_delay": 0.3])
         var started: [Spawned] = []
         for _ in 0..<12 {
-            started.append(try scenario.start(["token"]))
+            started.append(try await scenario.start(["token"]))
             usleep(30_000)  // a spread of arrivals across the refresh, on purpose
         }
-        let runs = started.map { $0.wait(timeout: 60) }
+        var runs: [Run] = []
+        for spawned in started { runs.append(await spawned.wait(timeout: 60)) }
         #expect(runs.allSatisfy { $0.status == 0 } && Set(runs.map(\.output)).count == 1, "\(runs)")
         #expect(try server.count("refresh") == 1)
     }
@@ -117,13 +129,13 @@ struct RemoteAccountTests {
     func waitersOnAnEndedSession() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
-        let expiry = try #require(json(try scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
         while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
         try server.configure(["revoke_all": true, "refresh_delay": 0.3])
         let listener = try scenario.listener()
-        let runs = try (0..<12).map { _ in try scenario.start(["token"]) }.map { $0.wait(timeout: 60) }
+        let runs = try await startAll(12, scenario, ["token"])
         #expect(runs.allSatisfy { $0.status == 77 && $0.stderr.contains("sign in again") }, "\(runs)")
         #expect(try server.count("refresh") == 1)
         let events = try await collect(1, from: listener)
@@ -131,32 +143,32 @@ struct RemoteAccountTests {
     }
 
     @Test("a slow refresh of one service does not delay a sign-in to another")
-    func slowRefreshBlocksNoOneElse() throws {
+    func slowRefreshBlocksNoOneElse() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "refresh_delay": 4])
-        let slow = try Scenario()
-        var other = try Scenario(sandbox: slow.sandbox)
+        let slow = try await Scenario()
+        var other = try await Scenario(sandbox: slow.sandbox)
         other.extraEnvironment["XDG_CONFIG_HOME"] = slow.configHome  // the same settings file and lock
-        try slow.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
-        let refreshing = try slow.start(["token", "--refresh"])
+        try await slow.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let refreshing = try await slow.start(["token", "--refresh"])
         while try server.count("refresh") == 0 { usleep(20_000) }
-        let run = try other.authctl("sign-in", "carol", "--password-stdin", stdin: "pw")
+        let run = try await other.authctl("sign-in", "carol", "--password-stdin", stdin: "pw")
         #expect(run.status == 0 && run.seconds < 3, "\(run)")
-        #expect(refreshing.wait().status == 0)
+        #expect(await refreshing.wait().status == 0)
     }
 
     @Test("a server clock three hours ahead or behind changes nothing visible", arguments: [10_800, -10_800])
-    func clockOffset(_ offset: Int) throws {
+    func clockOffset(_ offset: Int) async throws {
         for (url, tokenProtocol) in [({ (s: TokenServer) in s.oauth2 }, "oauth2"), ({ (s: TokenServer) in s.json }, "json")] {
             let server = try TokenServer()
             try server.configure(["accounts": ["alice": "pw"], "clock_offset": offset, "access_lifetime": 600])
-            let scenario = try Scenario()
+            let scenario = try await Scenario()
             let before = AuthController.systemClock()
-            try scenario.authctl("sign-in", "alice", "--server", url(server), "--protocol", tokenProtocol, "--password-stdin", stdin: "pw").status.expect(0)
-            let status = json(try scenario.authctl("status", "--json"))
+            try await scenario.authctl("sign-in", "alice", "--server", url(server), "--protocol", tokenProtocol, "--password-stdin", stdin: "pw").status.expect(0)
+            let status = json(try await scenario.authctl("status", "--json"))
             let expiry = try #require(Timestamp.microseconds(rfc3339: status["accessTokenExpiresAt"] as? String ?? ""))
             #expect(expiry > before + 590_000_000 && expiry < AuthController.systemClock() + 610_000_000, "\(tokenProtocol): \(status)")
-            let run = try scenario.authctl("token")
+            let run = try await scenario.authctl("token")
             let refreshes = try server.count("refresh")
             #expect(run.status == 0 && refreshes == 0, "\(tokenProtocol): \(run)")
         }
@@ -166,16 +178,16 @@ struct RemoteAccountTests {
     func sessionEnds() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
         try server.configure(["revoke_all": true])
         let listener = try scenario.listener()
-        let run = try scenario.authctl("token", "--refresh")
+        let run = try await scenario.authctl("token", "--refresh")
         #expect(run.status == 77 && run.stderr.contains("sign in again") && run.stdout.isEmpty, "\(run)")
         let events = try await collect(1, from: listener)
         #expect(events.map(\.reason) == [.expired] && events.first?.user?.rawValue == "alice")
-        #expect(try scenario.authctl("status").status == 1)
-        #expect(try scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
+        #expect(try await scenario.authctl("status").status == 1)
+        #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
     }
 
     @Test("a hostile or failing server: the exit code of SPEC §10.2, one line, nothing changes", arguments: [
@@ -188,26 +200,26 @@ struct RemoteAccountTests {
         (#"{"drop": true}"#, 69),
         (#"{"slow": 3}"#, 75),
     ])
-    func hostileServer(_ answerJSON: String, _ code: Int32) throws {
+    func hostileServer(_ answerJSON: String, _ code: Int32) async throws {
         let answer = try JSONSerialization.jsonObject(with: Data(answerJSON.utf8))
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "scripted": [answer]])
-        let scenario = try Scenario()
-        let run = try scenario.authctl(["--server-timeout", "1", "sign-in", "alice", "--server", server.oauth2, "--password-stdin"], input: Array("pw".utf8))
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl(["--server-timeout", "1", "sign-in", "alice", "--server", server.oauth2, "--password-stdin"], input: Array("pw".utf8))
         #expect(run.status == code && run.stderr.hasPrefix("authctl: ") && run.stderr.split(separator: "\n").count == 1, "\(run)")
         #expect(!run.stderr.contains("\u{1b}"), "\(run)")
-        #expect(try scenario.authctl("status").status == 1)
-        #expect(try scenario.authctl("server", "show").status == 1, "a failed sign-in keeps no binding")
+        #expect(try await scenario.authctl("status").status == 1)
+        #expect(try await scenario.authctl("server", "show").status == 1, "a failed sign-in keeps no binding")
     }
 
     @Test("the server failing while the token is still valid: printed anyway, exit 0, with a warning")
-    func printedAnyway() throws {
+    func printedAnyway() async throws {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
         try server.configure(["scripted": [["status": 500, "body": "down"]]])
-        let run = try scenario.authctl("token", "--refresh")
+        let run = try await scenario.authctl("token", "--refresh")
         let accepted = try server.accepts(run.output)
         #expect(run.status == 0 && accepted && run.stderr.contains("still valid"), "\(run)")
     }
@@ -215,9 +227,9 @@ struct RemoteAccountTests {
     @Test("server URLs that break a rule are 65 and store nothing", arguments: [
         "http://example.com/token", "https://user:pw@example.com/", "https://example.com/#x", "", "example.com", "ftp://example.com/",
     ])
-    func badServerURLs(_ url: String) throws {
-        let scenario = try Scenario()
-        let run = try scenario.authctl("server", "set", url)
+    func badServerURLs(_ url: String) async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl("server", "set", url)
         #expect(run.status == 65 && run.stderr.hasPrefix("authctl: invalid server URL"), "\(run)")
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
     }

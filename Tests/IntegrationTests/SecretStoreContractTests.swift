@@ -1,5 +1,6 @@
 import AuthController
 import AuthControllerTesting
+import DesktopSandbox
 import Testing
 
 /// The contract every ``SecretStore`` keeps, run against the real Secret Service store (on a
@@ -16,16 +17,16 @@ struct SecretStoreContractTests {
     /// since locking the shared one would disturb other tests.
     struct Subject {
         let store: any SecretStore
-        let lock: () throws -> Void
+        let lock: () async throws -> Void
         let sandbox: DesktopSandbox?
 
-        init(_ kind: Kind, promptAllowed: Bool = false) throws {
+        init(_ kind: Kind, promptAllowed: Bool = false) async throws {
             switch kind {
             case .secretService:
-                let sandbox = try DesktopSandbox()
+                let sandbox = try await DesktopSandbox.started()
                 self.sandbox = sandbox
                 store = SecretServiceStore(promptAllowed: promptAllowed, busAddress: sandbox.busAddress)
-                lock = { try Scenario(sandbox: sandbox).lockKeyring() }
+                lock = { try await Scenario(sandbox: sandbox).lockKeyring() }
             case .inMemory:
                 let twin = InMemorySecretStore(promptAllowed: promptAllowed, promptAnswer: .dismiss)
                 sandbox = nil
@@ -43,8 +44,8 @@ struct SecretStoreContractTests {
     let bob = AccountID(rawValue: "bob")!
 
     @Test("store, read, replace in place, list, delete; services and accounts never collide", arguments: Kind.allCases)
-    func roundTrip(_ kind: Kind) throws {
-        let subject = try Subject(kind)
+    func roundTrip(_ kind: Kind) async throws {
+        let subject = try await Subject(kind)
         defer { subject.stop() }
         let store = subject.store
         #expect(try store.secret(service: service, account: alice) == nil)
@@ -64,12 +65,12 @@ struct SecretStoreContractTests {
     }
 
     @Test("locked, no prompt: existence and lock state still read; secrets, writes and listing are 69 \"locked\"", arguments: Kind.allCases)
-    func lockedWithoutPrompt(_ kind: Kind) throws {
-        let subject = try Subject(kind)
+    func lockedWithoutPrompt(_ kind: Kind) async throws {
+        let subject = try await Subject(kind)
         defer { subject.stop() }
         let store = subject.store
         try store.store("x", service: service, account: alice, label: "a")
-        try subject.lock()
+        try await subject.lock()
         #expect(try store.isLocked())
         #expect(try store.containsItem(service: service, account: alice))
         #expect(try store.containsItem(service: service, account: bob) == false)
@@ -84,11 +85,11 @@ struct SecretStoreContractTests {
     }
 
     @Test("locked, prompt allowed and dismissed: 77, still locked", arguments: Kind.allCases)
-    func dismissedPrompt(_ kind: Kind) throws {
-        let subject = try Subject(kind, promptAllowed: true)
+    func dismissedPrompt(_ kind: Kind) async throws {
+        let subject = try await Subject(kind, promptAllowed: true)
         defer { subject.stop() }
         try subject.store.store("x", service: service, account: alice, label: "a")
-        try subject.lock()
+        try await subject.lock()
         // gnome-keyring here has no prompter to show, and answers as a user who dismissed it.
         #expect(throws: AuthError.unlockDismissed) { try subject.store.secret(service: service, account: alice) }
         #expect(try subject.store.isLocked())
@@ -101,8 +102,8 @@ struct SecretStoreContractTests {
 
     @Test("typed values: per service, account and server, never colliding with each other or with password hashes",
           arguments: Kind.allCases)
-    func typedValues(_ kind: Kind) throws {
-        let subject = try Subject(kind)
+    func typedValues(_ kind: Kind) async throws {
+        let subject = try await Subject(kind)
         defer { subject.stop() }
         let store = subject.store
         let first = try ServerURL(validating: "https://auth.example.org/token")
@@ -132,18 +133,18 @@ struct SecretStoreContractTests {
     }
 
     @Test("token items carry the Tokens schema, the server attribute and a JSON secret, as secret-tool sees them")
-    func tokenItemAsOtherToolsSeeIt() throws {
-        let sandbox = try DesktopSandbox()
+    func tokenItemAsOtherToolsSeeIt() async throws {
+        let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let store = SecretServiceStore(promptAllowed: false, busAddress: sandbox.busAddress)
         let server = try ServerURL(validating: "https://auth.example.org/token")
         try store.store(Tokens(accessToken: "a", refreshToken: "r"), service: service, account: alice, server: server,
                         label: "authctl tokens for alice@example.org at https://auth.example.org/token (contract.service)")
-        let scenario = try Scenario(sandbox: sandbox)
-        let search = try scenario.secretTool("search", "service", service.rawValue, "account", alice.rawValue, "server", server.rawValue)
+        let scenario = try await Scenario(sandbox: sandbox)
+        let search = try await scenario.secretTool("search", "service", service.rawValue, "account", alice.rawValue, "server", server.rawValue)
         #expect(search.stdout.contains("schema = io.github.authctl.Tokens") && search.stderr.contains("attribute.server = https://auth.example.org/token")
                 || search.stdout.contains("attribute.server = https://auth.example.org/token"), "\(search)")
-        let lookup = try scenario.secretTool("lookup", "service", service.rawValue, "account", alice.rawValue, "server", server.rawValue)
+        let lookup = try await scenario.secretTool("lookup", "service", service.rawValue, "account", alice.rawValue, "server", server.rawValue)
         #expect(lookup.stdout == #"{"accessToken":"a","refreshToken":"r"}"# || lookup.stdout == #"{"refreshToken":"r","accessToken":"a"}"#, "\(lookup)")
     }
 }

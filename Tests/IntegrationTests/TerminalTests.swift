@@ -10,12 +10,11 @@ import Glibc
 struct TerminalTests {
     /// Runs `authctl` on a new pseudo-terminal, answering each prompt in `answers` as it
     /// appears. Returns the exit status and everything the terminal showed.
-    func runOnTerminal(_ scenario: Scenario, _ arguments: [String], answers: [(prompt: String, reply: String)]) throws -> (Int32, String) {
+    func runOnTerminal(_ scenario: Scenario, _ arguments: [String], answers: [(prompt: String, reply: String)]) async throws -> (Int32, String) {
         var master: Int32 = -1, slave: Int32 = -1
         #expect(openpty(&master, &slave, nil, nil, nil) == 0)
         defer { close(master) }
-        let child = try ChildProcess(Scenario.binary, arguments: arguments, environment: scenario.environment,
-                                     standardInput: slave, standardOutput: slave, standardError: slave)
+        let child = try await Spawned(Scenario.binary, arguments, input: nil, environment: scenario.environment, terminal: slave)
         close(slave)
         var screen = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -41,47 +40,48 @@ struct TerminalTests {
             _ = (reply + "\n").withCString { Glibc.write(master, $0, strlen($0)) }
         }
         read(until: "\u{0}")  // everything up to end of output
-        return (child.wait(), screen)
+        return (await child.wait().status, screen)
     }
 
     @Test("a new account is asked twice with echo off; a known one once; a mismatch is 65")
-    func typedPasswords() throws {
-        let scenario = try Scenario()
-        var (status, screen) = try runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [
+    func typedPasswords() async throws {
+        let scenario = try await Scenario()
+        var (status, screen) = try await runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [
             ("New password for tty-user: ", "s3cret-typed"), ("Repeat the password: ", "s3cret-typed"),
         ])
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("Signed in to \(scenario.service) as tty-user."))
         #expect(!screen.contains("s3cret-typed"), "the password was echoed: \(screen)")
 
-        (status, screen) = try runOnTerminal(scenario, ["verify"], answers: [("Password for tty-user: ", "s3cret-typed")])
+        (status, screen) = try await runOnTerminal(scenario, ["verify"], answers: [("Password for tty-user: ", "s3cret-typed")])
         #expect(status == 0 && !screen.contains("s3cret-typed"), "\(screen)")
-        (status, screen) = try runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [("Password for tty-user: ", "wrong")])
+        (status, screen) = try await runOnTerminal(scenario, ["sign-in", "tty-user"], answers: [("Password for tty-user: ", "wrong")])
         #expect(status == 77, "\(screen)")
 
-        (status, screen) = try runOnTerminal(scenario, ["sign-in", "other"], answers: [
+        (status, screen) = try await runOnTerminal(scenario, ["sign-in", "other"], answers: [
             ("New password for other: ", "one"), ("Repeat the password: ", "two"),
         ])
         #expect(status == 65 && screen.contains("did not match"), "\(screen)")
-        #expect(try scenario.authctl("whoami").output == "tty-user")
+        #expect(try await scenario.authctl("whoami").output == "tty-user")
     }
 
     /// SPEC §6.1: however the prompt ends, the terminal's echo is back on afterwards.
     @Test("a signal at the password prompt leaves the terminal with echo on", arguments: [SIGINT, SIGTERM, SIGHUP])
-    func signalAtPrompt(_ signalNumber: Int32) throws {
-        let scenario = try Scenario()
+    func signalAtPrompt(_ signalNumber: Int32) async throws {
+        let scenario = try await Scenario()
         var master: Int32 = -1, slave: Int32 = -1
         #expect(openpty(&master, &slave, nil, nil, nil) == 0)
         defer { close(master); close(slave) }
         // The test keeps its slave descriptor open, so the terminal's settings can be read after
         // the child is gone.
-        let child = try ChildProcess(Scenario.binary, arguments: ["sign-in", "tty-signal"], environment: scenario.environment,
-                                     standardInput: slave, standardOutput: slave, standardError: slave)
         func echoIsOn() -> Bool {
             var settings = termios()
             return tcgetattr(slave, &settings) == 0 && settings.c_lflag & tcflag_t(ECHO) != 0
         }
+        // Checked before the child starts: once it runs it may switch echo off at any moment.
         #expect(echoIsOn(), "the terminal starts with echo on")
+        let child = try await Spawned(Scenario.binary, ["sign-in", "tty-signal"], input: nil, environment: scenario.environment,
+                                      terminal: slave)
         var screen = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
         let prompted = eventually {
@@ -94,10 +94,10 @@ struct TerminalTests {
         }
         try #require(prompted, "no prompt: \(screen)")
         #expect(!echoIsOn(), "echo is off at the prompt")
-        kill(child.processID, signalNumber)
-        let status = child.wait()
+        child.signal(signalNumber)
+        let status = await child.wait().status
         #expect(status == 128 + signalNumber, "the signal ends the process as it would have: \(status)")
         #expect(echoIsOn(), "echo is back on after \(signalNumber)")
-        #expect(try scenario.authctl("status").status == 1, "nothing changed")
+        #expect(try await scenario.authctl("status").status == 1, "nothing changed")
     }
 }

@@ -1,4 +1,5 @@
 import AuthController
+import DesktopSandbox
 import Foundation
 import Testing
 
@@ -6,13 +7,13 @@ import Testing
 @Suite("authctl watch")
 struct WatchTests {
     @Test("--json --initial --count: the current state first, then each event, one JSON object per line")
-    func jsonLines() throws {
-        let scenario = try Scenario()
-        try scenario.authctl("sign-in", "first", "--name", "First", "--password-stdin", stdin: "pw").status.expect(0)
-        let watch = try scenario.start(["watch", "--json", "--initial", "--count", "3"])
-        #expect(watch.waitForLines(1).count == 1)  // subscribed before it printed the state
-        try scenario.authctl("sign-in", "second", "--name", "Second", "--password-stdin", stdin: "pw").status.expect(0)
-        let run = watch.wait()
+    func jsonLines() async throws {
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "first", "--name", "First", "--password-stdin", stdin: "pw").status.expect(0)
+        let watch = try await scenario.start(["watch", "--json", "--initial", "--count", "3"])
+        #expect(await watch.waitForLines(1).count == 1)  // subscribed before it printed the state
+        try await scenario.authctl("sign-in", "second", "--name", "Second", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = await watch.wait()
         #expect(run.status == 0, "\(run)")
         let lines = run.output.split(separator: "\n").map(String.init)
         try #require(lines.count == 3)
@@ -26,28 +27,28 @@ struct WatchTests {
     }
 
     @Test("--initial with nobody signed in: user null; text lines by default")
-    func initialNobody() throws {
-        let scenario = try Scenario()
-        var run = try scenario.authctl("watch", "--json", "--initial", "--count", "1")
+    func initialNobody() async throws {
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("watch", "--json", "--initial", "--count", "1")
         #expect(run.status == 0 && run.output.contains(#""signedIn":false,"user":null,"reason":"initial""#), "\(run)")
-        run = try scenario.authctl("watch", "--initial", "--count", "1")
+        run = try await scenario.authctl("watch", "--initial", "--count", "1")
         #expect(run.status == 0 && run.output.contains("signed-out (nobody) [initial] #0"), "\(run)")
     }
 
     @Test("--exec runs once per event, in order, one at a time, with the event only in AUTHCTL_* variables")
-    func exec() throws {
-        let scenario = try Scenario()
+    func exec() async throws {
+        let scenario = try await Scenario()
         let log = scenario.sandbox.directory + "/hook-" + UUID().uuidString
         let marker = scenario.sandbox.directory + "/pwned-" + UUID().uuidString
         let hostile = "evil$(touch \(marker))`touch \(marker)`@x.org"
         let hook = #"printf 'start %s\n' "$AUTHCTL_SEQUENCE" >> "$LOG"; sleep 0.2; printf '%s|%s|%s|%s|%s\n' "$AUTHCTL_SERVICE" "$AUTHCTL_SIGNED_IN" "$AUTHCTL_USER" "$AUTHCTL_REASON" "$AUTHCTL_SEQUENCE" >> "$LOG""#
         var watching = scenario
         watching.extraEnvironment["LOG"] = log
-        let watch = try watching.start(["watch", "--initial", "--count", "3", "--exec", hook])
-        #expect(watch.waitForLines(1).count == 1)
-        try scenario.authctl([ "sign-in", hostile, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
-        try scenario.authctl("sign-out").status.expect(0)
-        let run = watch.wait()
+        let watch = try await watching.start(["watch", "--initial", "--count", "3", "--exec", hook])
+        #expect(await watch.waitForLines(1).count == 1)
+        try await scenario.authctl([ "sign-in", hostile, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
+        try await scenario.authctl("sign-out").status.expect(0)
+        let run = await watch.wait()
         #expect(run.status == 0, "\(run)")
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(lines == [
@@ -59,68 +60,69 @@ struct WatchTests {
     }
 
     @Test("--timeout alone ends with 0; before --count is reached, 1")
-    func timeouts() throws {
-        let scenario = try Scenario()
-        var run = try scenario.authctl("watch", "--timeout", "0.5")
+    func timeouts() async throws {
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("watch", "--timeout", "0.5")
         #expect(run.status == 0 && run.seconds >= 0.5 && run.seconds < 5, "\(run)")
-        run = try scenario.authctl("watch", "--timeout", "0.5", "--count", "1")
+        run = try await scenario.authctl("watch", "--timeout", "0.5", "--count", "1")
         #expect(run.status == 1 && run.seconds >= 0.5 && run.seconds < 5, "\(run)")
     }
 
     @Test("a running --exec command does not hold up --timeout or a signal")
-    func execDoesNotBlock() throws {
-        let scenario = try Scenario()
-        var run = try scenario.authctl("watch", "--initial", "--timeout", "1", "--exec", "sleep 30")
+    func execDoesNotBlock() async throws {
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("watch", "--initial", "--timeout", "1", "--exec", "sleep 30")
         #expect(run.status == 0 && run.seconds < 10, "\(run)")
-        let watch = try scenario.start(["watch", "--initial", "--exec", "echo hook-started; sleep 30"])
-        #expect(watch.waitForLines(2).count == 2)
+        let watch = try await scenario.start(["watch", "--initial", "--exec", "echo hook-started; sleep 30"])
+        #expect(await watch.waitForLines(2).count == 2)
         watch.signal(SIGTERM)
-        run = watch.wait(timeout: 20)
+        run = await watch.wait(timeout: 20)
         #expect(run.status == 0 && run.seconds < 15, "\(run)")
     }
 
     @Test("SIGINT and SIGTERM end watching with 0", arguments: [SIGINT, SIGTERM])
-    func signals(_ signalNumber: Int32) throws {
-        let scenario = try Scenario()
-        let watch = try scenario.start(["watch", "--initial"])
-        #expect(watch.waitForLines(1).count == 1)
+    func signals(_ signalNumber: Int32) async throws {
+        let scenario = try await Scenario()
+        let watch = try await scenario.start(["watch", "--initial"])
+        #expect(await watch.waitForLines(1).count == 1)
         watch.signal(signalNumber)
-        let run = watch.wait(timeout: 10)
+        let run = await watch.wait(timeout: 10)
         #expect(run.status == 0, "\(run)")
     }
 
     @Test("other services' events never wake it")
-    func otherServices() throws {
-        let scenario = try Scenario()
-        let other = try Scenario(service: scenario.service + "-other")
-        let watch = try scenario.start(["watch", "--initial", "--json", "--count", "2"])
-        #expect(watch.waitForLines(1).count == 1)
-        try other.authctl("sign-in", "theirs", "--password-stdin", stdin: "pw").status.expect(0)
-        try scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
-        let run = watch.wait()
+    func otherServices() async throws {
+        let scenario = try await Scenario()
+        let other = try await Scenario(service: scenario.service + "-other")
+        let watch = try await scenario.start(["watch", "--initial", "--json", "--count", "2"])
+        #expect(await watch.waitForLines(1).count == 1)
+        try await other.authctl("sign-in", "theirs", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
+        let run = await watch.wait()
         #expect(run.status == 0 && run.output.split(separator: "\n").last?.contains(#""user":"mine""#) == true, "\(run)")
         #expect(!run.stdout.contains("theirs"))
     }
 
     @Test("no bus: 69 within 5 s")
-    func noBus() throws {
-        var scenario = try Scenario()
+    func noBus() async throws {
+        var scenario = try await Scenario()
         scenario.cutOffFromTheBus()
-        let run = try scenario.authctl("watch")
+        let run = try await scenario.authctl("watch")
         #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no session bus"), "\(run)")
     }
 
     @Test("200 sign-in/sign-out cycles: each of 3 concurrent watchers prints exactly 400 events, in order")
-    func manyCycles() throws {
-        let scenario = try Scenario()
-        let watchers = try (0..<3).map { _ in try scenario.start(["watch", "--json", "--initial", "--count", "401", "--timeout", "600"]) }
-        for watcher in watchers { #expect(watcher.waitForLines(1).count == 1) }
+    func manyCycles() async throws {
+        let scenario = try await Scenario()
+        var watchers: [Spawned] = []
+        for _ in 0..<3 { watchers.append(try await scenario.start(["watch", "--json", "--initial", "--count", "401", "--timeout", "600"])) }
+        for watcher in watchers { #expect(await watcher.waitForLines(1).count == 1) }
         for cycle in 0..<200 {
-            try scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
-            try scenario.authctl("sign-out").status.expect(0)
+            try await scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
+            try await scenario.authctl("sign-out").status.expect(0)
         }
         for watcher in watchers {
-            let run = watcher.wait(timeout: 120)
+            let run = await watcher.wait(timeout: 120)
             #expect(run.status == 0)
             let sequences = run.output.split(separator: "\n").dropFirst().compactMap { line in
                 ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["sequence"] as? NSNumber
@@ -133,8 +135,8 @@ struct WatchTests {
 @Suite("authctl sandbox")
 struct SandboxTests {
     @Test("runs the command with a private bus, fresh XDG folders and an unlocked keyring; returns its status; leaves nothing behind")
-    func lifecycle() throws {
-        let scenario = try Scenario()
+    func lifecycle() async throws {
+        let scenario = try await Scenario()
         let script = #"""
             echo "$XDG_RUNTIME_DIR"; echo "$XDG_CONFIG_HOME"; echo "$DBUS_SESSION_BUS_ADDRESS"
             printf pw | "$AUTHCTL" sign-in inside --password-stdin >/dev/null || exit 90
@@ -143,7 +145,7 @@ struct SandboxTests {
             """#
         var outer = scenario
         outer.extraEnvironment["AUTHCTL"] = Scenario.binary
-        let run = try outer.authctl(["sandbox", "--", "/bin/sh", "-c", script])
+        let run = try await outer.authctl(["sandbox", "--", "/bin/sh", "-c", script])
         #expect(run.status == 7, "\(run)")
         let lines = run.output.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
@@ -153,17 +155,17 @@ struct SandboxTests {
         #expect(lines[2] == "unix:path=\(folder)/runtime/bus")
         #expect(!FileManager.default.fileExists(atPath: folder))
         // The caller's keyring and settings are untouched.
-        try scenario.authctl("status").status.expect(1)
-        #expect(try scenario.authctl("accounts").stdout.isEmpty)
+        try await scenario.authctl("status").status.expect(1)
+        #expect(try await scenario.authctl("accounts").stdout.isEmpty)
         // No daemon of that sandbox is left running.
-        let left = try runProcess("/usr/bin/pgrep", ["-f", folder], input: nil, environment: [:], timeout: 10)
+        let left = try await runProcess("/usr/bin/pgrep", ["-f", folder], input: nil, environment: [:], timeout: 10)
         #expect(left.status == 1 && left.stdout.isEmpty, "\(left)")
     }
 
     @Test("--keep keeps the folder and says where, once")
-    func keep() throws {
-        let scenario = try Scenario()
-        let run = try scenario.authctl("sandbox", "--keep", "--", "true")
+    func keep() async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl("sandbox", "--keep", "--", "true")
         #expect(run.status == 0 && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         let path = try #require(run.stderr.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
         #expect(run.stderr.hasPrefix("authctl: kept the sandbox directory /"))
@@ -172,33 +174,33 @@ struct SandboxTests {
     }
 
     @Test("SIGTERM, SIGINT and SIGHUP are passed on to the command", arguments: [SIGTERM, SIGINT, SIGHUP])
-    func signals(_ signalNumber: Int32) throws {
-        let scenario = try Scenario()
+    func signals(_ signalNumber: Int32) async throws {
+        let scenario = try await Scenario()
         let script = #"trap 'echo caught; exit 42' TERM INT HUP; echo ready; while :; do sleep 0.05; done"#
-        let sandbox = try scenario.start(["sandbox", "--", "/bin/sh", "-c", script])
-        #expect(sandbox.waitForLines(1) == ["ready"])
+        let sandbox = try await scenario.start(["sandbox", "--", "/bin/sh", "-c", script])
+        #expect(await sandbox.waitForLines(1) == ["ready"])
         sandbox.signal(signalNumber)
-        let run = sandbox.wait(timeout: 10)
+        let run = await sandbox.wait(timeout: 10)
         #expect(run.status == 42 && run.stdout == "ready\ncaught\n", "\(run)")
     }
 
     @Test("a missing daemon: 69 naming the Debian package")
-    func missingDaemon() throws {
-        var scenario = try Scenario()
+    func missingDaemon() async throws {
+        var scenario = try await Scenario()
         scenario.extraEnvironment["PATH"] = scenario.sandbox.directory + "/empty-path"
-        let run = try scenario.authctl("sandbox", "--", "/bin/true")
+        let run = try await scenario.authctl("sandbox", "--", "/bin/true")
         #expect(run.status == 69 && run.stderr.contains("dbus-daemon") && run.stderr.contains("apt-get install dbus-daemon"), "\(run)")
     }
 
     @Test("no command: 64; a command that is not found: 127; `--` is optional; global options may precede the command")
-    func commandForms() throws {
-        let scenario = try Scenario()
-        #expect(try scenario.authctl("sandbox").status == 64)
-        let missing = try scenario.authctl("sandbox", "--", "no-such-command-here")
+    func commandForms() async throws {
+        let scenario = try await Scenario()
+        #expect(try await scenario.authctl("sandbox").status == 64)
+        let missing = try await scenario.authctl("sandbox", "--", "no-such-command-here")
         #expect(missing.status == 127 && missing.stderr == "authctl: no-such-command-here: command not found\n", "\(missing)")
-        let bare = try scenario.authctl("sandbox", "sh", "-c", "echo $XDG_RUNTIME_DIR; exit 5")
+        let bare = try await scenario.authctl("sandbox", "sh", "-c", "echo $XDG_RUNTIME_DIR; exit 5")
         #expect(bare.status == 5 && bare.stdout.contains("authctl-sandbox."), "\(bare)")
-        let global = try scenario.authctl("sandbox", "--no-prompt", "--service", "x", "--", "true")
+        let global = try await scenario.authctl("sandbox", "--no-prompt", "--service", "x", "--", "true")
         #expect(global.status == 0, "\(global)")
     }
 }
@@ -211,26 +213,26 @@ struct DoctorTests {
     }
 
     @Test("a healthy sandbox: every check ok, exit 0")
-    func healthy() throws {
-        let scenario = try Scenario()
-        let run = try scenario.authctl("doctor")
+    func healthy() async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl("doctor")
         #expect(run.status == 0, "\(run)")
         let lines = run.output.split(separator: "\n")
         #expect(lines.count == 7 && lines.allSatisfy { $0.hasPrefix("ok ") })
-        let json = try scenario.authctl("doctor", "--json")
+        let json = try await scenario.authctl("doctor", "--json")
         #expect(json.status == 0 && json.stdout.hasPrefix(#"{"ok":true,"checks":[{"name":"session-bus","ok":true,"#))
         #expect(try checks(json).map { $0["name"] as? String } == ["session-bus", "secret-service", "default-collection",
                                                                     "collection-unlocked", "store-probe", "settings", "argon2"])
     }
 
     @Test("a locked keyring: 69, the lock check fails with its fix, no probe; nothing prompts")
-    func locked() throws {
-        let sandbox = try DesktopSandbox()
+    func locked() async throws {
+        let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
-        var scenario = try Scenario(sandbox: sandbox)
-        try scenario.lockKeyring()
+        var scenario = try await Scenario(sandbox: sandbox)
+        try await scenario.lockKeyring()
         scenario.extraEnvironment["DISPLAY"] = ":99"
-        let run = try scenario.authctl("doctor", "--json")
+        let run = try await scenario.authctl("doctor", "--json")
         #expect(run.status == 69 && run.seconds < 5, "\(run)")
         let byName = Dictionary(uniqueKeysWithValues: try checks(run).map { ($0["name"] as! String, $0) })
         #expect(byName["collection-unlocked"]?["ok"] as? Bool == false)
@@ -240,33 +242,33 @@ struct DoctorTests {
     }
 
     @Test("a bus without a Secret Service: 69, with the package to install")
-    func noSecretService() throws {
-        let sandbox = try DesktopSandbox(keyring: false)
+    func noSecretService() async throws {
+        let sandbox = try await DesktopSandbox.started(keyring: false)
         defer { sandbox.stop() }
-        let scenario = try Scenario(sandbox: sandbox)
-        let run = try scenario.authctl("doctor")
+        let scenario = try await Scenario(sandbox: sandbox)
+        let run = try await scenario.authctl("doctor")
         #expect(run.status == 69 && run.seconds < 5, "\(run)")
         #expect(run.stdout.contains("fail secret-service") && run.stdout.contains("apt-get install gnome-keyring"), "\(run)")
         #expect(run.stdout.contains("ok   session-bus"))
     }
 
     @Test("an unsafe settings file: 78 with the chmod that fixes it")
-    func unsafeSettings() throws {
-        let scenario = try Scenario()
+    func unsafeSettings() async throws {
+        let scenario = try await Scenario()
         try FileManager.default.createDirectory(atPath: scenario.settingsDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         try "[x]\n".write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
         chmod(scenario.settingsFile, 0o666)
-        let run = try scenario.authctl("doctor")
+        let run = try await scenario.authctl("doctor")
         #expect(run.status == 78, "\(run)")
         #expect(run.stdout.contains("fail settings") && run.stdout.contains("chmod 600 \(scenario.settingsFile)"), "\(run)")
     }
 
     @Test("no session bus: 69 at once")
-    func noBus() throws {
-        var scenario = try Scenario()
+    func noBus() async throws {
+        var scenario = try await Scenario()
         scenario.cutOffFromTheBus()
-        let run = try scenario.authctl("doctor")
+        let run = try await scenario.authctl("doctor")
         #expect(run.status == 69 && run.seconds < 5 && run.stdout.hasPrefix("fail session-bus"), "\(run)")
     }
 }
@@ -276,26 +278,26 @@ struct DoctorTests {
 @Suite("authctl watch whose reader goes away")
 struct WatchReaderTests {
     @Test("watch --json --initial | head -n 1: ends promptly with 0 and nothing on stderr")
-    func headAfterInitial() throws {
-        let scenario = try Scenario()
-        let run = try scenario.shell(#"{ "$AUTHCTL" watch --json --initial; echo "watch=$?" >&2; } | head -n 1"#, timeout: 20)
+    func headAfterInitial() async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.shell(#"{ "$AUTHCTL" watch --json --initial; echo "watch=$?" >&2; } | head -n 1"#, timeout: 20)
         #expect(run.status == 0 && run.seconds < 5, "\(run)")
         #expect(run.stderr == "watch=0\n", "\(run)")
         #expect(run.output.contains(#""reason":"initial""#), "\(run)")
     }
 
     @Test("watch --json --initial | head -n 2 with the event of a sign-in: ends promptly with 0 and nothing on stderr")
-    func headAfterSignIn() throws {
-        let scenario = try Scenario()
+    func headAfterSignIn() async throws {
+        let scenario = try await Scenario()
         let ready = scenario.sandbox.directory + "/ready-" + UUID().uuidString
         // The hook of the initial event says the watch is subscribed.
-        let watch = try scenario.startShell(#"""
+        let watch = try await scenario.startShell(#"""
             { "$AUTHCTL" watch --json --initial --exec ': > "\#(ready)"'; echo "watch=$?" >&2; } | head -n 2
             """#)
         #expect(eventually { FileManager.default.fileExists(atPath: ready) })
-        try scenario.authctl("sign-in", "reader-test", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "reader-test", "--password-stdin", stdin: "pw").status.expect(0)
         let started = Date()
-        let run = watch.wait(timeout: 20)
+        let run = await watch.wait(timeout: 20)
         #expect(run.status == 0 && Date().timeIntervalSince(started) < 5, "\(run)")
         #expect(run.stderr == "watch=0\n", "\(run)")
         let lines = run.output.split(separator: "\n")

@@ -1,15 +1,16 @@
 import ArgumentParser
 import AuthController
+import DesktopSandbox
 
-struct Sandbox: ParsableCommand {
+struct Sandbox: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a command in a throwaway desktop session: a private bus and an unlocked keyring.",
         discussion: """
             The command sees DBUS_SESSION_BUS_ADDRESS, XDG_CONFIG_HOME, XDG_DATA_HOME and \
             XDG_RUNTIME_DIR of a new temporary directory; your real keyring and settings are never \
             touched. Afterwards the daemons are stopped and the directory removed.
-            Exit status: the command's (127 if it is not found); 69 if dbus-daemon or \
-            gnome-keyring-daemon is missing or does not come up within 5 s.
+            Exit status: the command's (127 if it is not found, 126 if it cannot be executed); \
+            69 if dbus-daemon or gnome-keyring-daemon is missing or does not come up within 5 s.
             """
     )
 
@@ -33,12 +34,12 @@ struct Sandbox: ParsableCommand {
                 keep = true
             case "--no-prompt":
                 break  // the sandbox never prompts: its keyring is unlocked
-            case "--service", "--keyring-timeout":
+            case "--service", "--keyring-timeout", "--server-timeout":
                 index += 1
                 guard index < words.endIndex else { throw ValidationError("missing value for '\(word)'") }
             case "-h", "--help":
                 throw CleanExit.helpRequest(Sandbox.self)
-            case _ where word.hasPrefix("--service=") || word.hasPrefix("--keyring-timeout="):
+            case _ where word.hasPrefix("--service=") || word.hasPrefix("--keyring-timeout=") || word.hasPrefix("--server-timeout="):
                 break
             case _ where word.hasPrefix("-"):
                 throw ValidationError("unknown option '\(word)' before the command; put `--` before a command that starts with '-'")
@@ -56,15 +57,21 @@ struct Sandbox: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let (keep, arguments) = try split()
-        guard let path = DesktopSandbox.resolve(arguments[0]) else {
-            Output.diagnostic("\(arguments[0]): command not found")
-            throw ExitCode(127)
-        }
-        let status = try DesktopSandbox.run(path, arguments: Array(arguments.dropFirst()), keepingDirectory: keep) { directory in
+        let outcome = try await DesktopSandbox.run(arguments[0], arguments: Array(arguments.dropFirst()), keepingDirectory: keep,
+                                                   temporaryDirectory: ProcessEnvironment.value("TMPDIR"), searchPath: ProcessEnvironment.value("PATH")) { directory in
             Output.diagnostic("kept the sandbox directory \(directory)")
         }
-        throw ExitCode(status)
+        switch outcome {
+        case .finished(let status):
+            throw ExitCode(status)
+        case .commandNotFound:
+            Output.diagnostic("\(arguments[0]): command not found")
+            throw ExitCode(127)
+        case .commandNotExecutable(let reason):
+            Output.diagnostic("\(arguments[0]): cannot be executed: \(reason)")
+            throw ExitCode(126)
+        }
     }
 }

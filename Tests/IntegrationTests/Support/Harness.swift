@@ -1,5 +1,9 @@
 @testable import AuthController
+import DesktopSandbox
 import Foundation
+import Subprocess
+import Synchronization
+import SystemPackage
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,17 +13,31 @@ import Glibc
 /// that do not disturb it. Tests keep out of each other's way with their own service name and
 /// settings folder. A missing daemon fails the tests: they never skip.
 enum SharedSandbox {
-    static let instance: Result<DesktopSandbox, AuthError> = Result { () throws(AuthError) in
-        let sandbox = try DesktopSandbox(startupTimeout: 20)
-        // In-process library tests reach the keyring through the session bus of this process.
-        setenv("DBUS_SESSION_BUS_ADDRESS", sandbox.busAddress, 1)
-        // Swift Testing has no global tear-down: stop the daemons when the test process exits.
-        atexit { if case .success(let sandbox) = SharedSandbox.instance { sandbox.stop() } }
+    private static let instance = Task { () async throws -> DesktopSandbox in
+        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        // In-process library tests name the sandbox's bus (`busAddress:`); this process's
+        // environment is left alone.
+        // No tear-down is needed (Swift Testing has none): when the test process exits, the
+        // sandbox's supervisor stops the daemons and removes the directory.
         return sandbox
     }
 
-    static func get() throws -> DesktopSandbox {
-        try instance.get()
+    static func get() async throws -> DesktopSandbox {
+        try await instance.value
+    }
+}
+
+extension DesktopSandbox {
+    /// Starts a sandbox with this process's `TMPDIR` and `PATH`.
+    static func started(keyring: Bool = true, startupTimeout: Double = 5) async throws -> DesktopSandbox {
+        let variables = ProcessInfo.processInfo.environment
+        return try await DesktopSandbox.start(keyring: keyring, startupTimeout: startupTimeout,
+                                              temporaryDirectory: variables["TMPDIR"], searchPath: variables["PATH"])
+    }
+
+    /// ``stop()`` for a test's `defer`, which cannot wait: the sandbox stops in the background.
+    func stop() {
+        Task { await self.stop() as Void }
     }
 }
 
@@ -42,8 +60,8 @@ struct Scenario {
     let configHome: String
     var extraEnvironment: [String: String] = [:]
 
-    init(sandbox: DesktopSandbox? = nil, service: String? = nil) throws {
-        self.sandbox = try sandbox ?? SharedSandbox.get()
+    init(sandbox: DesktopSandbox? = nil, service: String? = nil) async throws {
+        if let sandbox { self.sandbox = sandbox } else { self.sandbox = try await SharedSandbox.get() }
         self.service = service ?? "test-" + UUID().uuidString.lowercased()
         configHome = self.sandbox.directory + "/config-" + UUID().uuidString.lowercased()
     }
@@ -64,18 +82,18 @@ struct Scenario {
 
     /// Runs the built `authctl` with `arguments`, feeding `input` on stdin (or /dev/null).
     @discardableResult
-    func authctl(_ arguments: [String], input: [UInt8]? = nil, timeout: Double = 60) throws -> Run {
-        try runProcess(Self.binary, arguments, input: input, environment: environment, timeout: timeout)
+    func authctl(_ arguments: [String], input: [UInt8]? = nil, timeout: Double = 60) async throws -> Run {
+        try await runProcess(Self.binary, arguments, input: input, environment: environment, timeout: timeout)
     }
 
     @discardableResult
-    func authctl(_ arguments: String..., stdin: String? = nil) throws -> Run {
-        try authctl(arguments, input: stdin.map { Array($0.utf8) })
+    func authctl(_ arguments: String..., stdin: String? = nil) async throws -> Run {
+        try await authctl(arguments, input: stdin.map { Array($0.utf8) })
     }
 
     /// Locks the sandbox's default collection through the Secret Service API (no prompt needed).
-    func lockKeyring() throws {
-        let run = try gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+    func lockKeyring() async throws {
+        let run = try await gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
                             "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
         #expect(run.status == 0, "\(run)")
     }
@@ -87,19 +105,19 @@ struct Scenario {
     }
 
     /// Starts `authctl` without waiting for it.
-    func start(_ arguments: [String], input: [UInt8]? = nil) throws -> Spawned {
-        try Spawned(Self.binary, arguments, input: input, environment: environment)
+    func start(_ arguments: [String], input: [UInt8]? = nil) async throws -> Spawned {
+        try await Spawned(Self.binary, arguments, input: input, environment: environment)
     }
 
     /// `secret-tool` (libsecret-tools) against the same keyring.
-    func secretTool(_ arguments: String..., stdin: String? = nil) throws -> Run {
-        try runProcess(try which("secret-tool", package: "libsecret-tools"), arguments, input: stdin.map { Array($0.utf8) },
+    func secretTool(_ arguments: String..., stdin: String? = nil) async throws -> Run {
+        try await runProcess(try which("secret-tool", package: "libsecret-tools"), arguments, input: stdin.map { Array($0.utf8) },
                        environment: environment, timeout: 30)
     }
 
     /// `gdbus` (libglib2.0-bin) on the sandbox bus.
-    func gdbus(_ arguments: String...) throws -> Run {
-        try runProcess(try which("gdbus", package: "libglib2.0-bin"), arguments, input: nil, environment: environment, timeout: 30)
+    func gdbus(_ arguments: String...) async throws -> Run {
+        try await runProcess(try which("gdbus", package: "libglib2.0-bin"), arguments, input: nil, environment: environment, timeout: 30)
     }
 
     /// The controller of the library, wired to the real keyring and this scenario's settings.
@@ -134,36 +152,83 @@ func which(_ name: String, package: String) throws -> String {
     throw AuthError.unavailable("\(name) missing")
 }
 
-/// A program started the way a shell starts one, with an empty signal mask (Foundation's
-/// `Process` passes on the mask of the thread that starts it), its output in temporary files
-/// so no pipe can fill up.
-final class Spawned: @unchecked Sendable {
+/// A program started through swift-subprocess, which gives it an empty signal mask and
+/// default signal actions (as a shell does), with its output in temporary files so no pipe
+/// can fill up.
+final class Spawned: Sendable {
     let pid: pid_t
-    private let child: ChildProcess
+    private let task: Task<Int32, Never>
     private let outputs: URL
     private let started = Date()
 
-    init(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String]) throws {
+    /// Starts `path`; `input` is fed on stdin (or /dev/null when `nil`). With `terminal`, that
+    /// descriptor (a pseudo-terminal) is stdin, stdout and stderr instead.
+    init(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], terminal: Int32? = nil) async throws {
         outputs = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-run-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
-        let stdoutFD = open(outputs.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        let stderrFD = open(outputs.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        let ends = try Posix.pipe()
-        defer { close(stdoutFD); close(stderrFD); close(ends.read) }
-        child = try ChildProcess(path, arguments: arguments, environment: environment,
-                                 standardInput: input == nil ? nil : ends.read, standardOutput: stdoutFD, standardError: stderrFD)
-        pid = child.processID
-        if let input {
-            // Fed from another thread: a child that exits early must not block the test.
-            let writer = ends.write
-            DispatchQueue.global().async {
-                Glibc.signal(SIGPIPE, SIG_IGN)
-                try? Posix.writeAll(writer, input)
-                close(writer)
-            }
-        } else {
-            close(ends.write)
+        let configuration = Configuration(
+            executable: .path(FilePath(path)), arguments: Arguments(arguments),
+            environment: .custom(Dictionary(uniqueKeysWithValues: environment.map { (Environment.Key(stringLiteral: $0.key), $0.value) })))
+        if let terminal {
+            let descriptor = FileDescriptor(rawValue: terminal)
+            (pid, task) = try await Self.launch(configuration, input: FileDescriptorInput.fileDescriptor(descriptor, closeAfterSpawningProcess: false),
+                                                output: .fileDescriptor(descriptor, closeAfterSpawningProcess: false),
+                                                error: .fileDescriptor(descriptor, closeAfterSpawningProcess: false))
+            return
         }
+        let stdoutFile = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stdout").path), .writeOnly,
+                                                 options: [.create, .closeOnExec], permissions: .ownerReadWrite)
+        let stderrFile = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stderr").path), .writeOnly,
+                                                 options: [.create, .closeOnExec], permissions: .ownerReadWrite)
+        guard let input else {
+            (pid, task) = try await Self.launch(configuration, input: NoInput.none,
+                                                output: .fileDescriptor(stdoutFile, closeAfterSpawningProcess: true),
+                                                error: .fileDescriptor(stderrFile, closeAfterSpawningProcess: true))
+            return
+        }
+        let ends = try FileDescriptor.pipe(options: .closeOnExec)
+        (pid, task) = try await Self.launch(configuration,
+                                            input: FileDescriptorInput.fileDescriptor(ends.readEnd, closeAfterSpawningProcess: true),
+                                            output: .fileDescriptor(stdoutFile, closeAfterSpawningProcess: true),
+                                            error: .fileDescriptor(stderrFile, closeAfterSpawningProcess: true))
+        // Fed from another thread: a child that exits early must not block the test.
+        let writer = ends.writeEnd
+        DispatchQueue.global().async {
+            Glibc.signal(SIGPIPE, SIG_IGN)
+            _ = try? writer.writeAll(input)
+            try? writer.close()
+        }
+    }
+
+    private final class FailureBox: Sendable {
+        let value = Mutex<(any Error)?>(nil)
+    }
+
+    /// Starts the program in a task of its own and returns its pid once it runs, and the task,
+    /// which ends with the exit status (or 128 + signal) once swift-subprocess has reaped it.
+    private static func launch(_ configuration: Configuration, input: some InputProtocol & Sendable, output: FileDescriptorOutput,
+                               error: FileDescriptorOutput) async throws -> (pid_t, Task<Int32, Never>) {
+        let (started, announce) = AsyncStream.makeStream(of: pid_t.self)
+        let failure = FailureBox()
+        let task = Task { () -> Int32 in
+            do {
+                let result = try await Subprocess.run(configuration, input: input, output: output, error: error) { execution in
+                    announce.yield(execution.processIdentifier.value)
+                    announce.finish()
+                }
+                switch result.terminationStatus {
+                case .exited(let code): return code
+                case .signaled(let signal): return 128 + signal
+                }
+            } catch {
+                failure.value.withLock { $0 = error }
+                announce.finish()
+                return 127
+            }
+        }
+        for await pid in started { return (pid, task) }
+        _ = await task.value
+        throw failure.value.withLock { $0 } ?? AuthError.unavailable("\(configuration.executable) did not start")
     }
 
     deinit { try? FileManager.default.removeItem(at: outputs) }
@@ -174,29 +239,59 @@ final class Spawned: @unchecked Sendable {
     func signal(_ number: Int32) { kill(pid, number) }
 
     /// Waits for the program, killing it after `timeout` seconds.
-    func wait(timeout: Double = 60) -> Run {
-        let killer = DispatchWorkItem { [pid] in kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let status = child.wait()
+    func wait(timeout: Double = 60) async -> Run {
+        let killer = Task { [pid] in
+            try await Task.sleep(for: .seconds(timeout))
+            // Not reaped yet (this task is cancelled first), so the pid is still the program's.
+            kill(pid, SIGKILL)
+        }
+        let status = await task.value
         killer.cancel()
         return Run(status: status, stdout: stdout, stderr: stderr, seconds: Date().timeIntervalSince(started))
     }
 
     /// Waits until stdout holds `count` lines (or the program ends), at most `timeout` seconds.
-    func waitForLines(_ count: Int, timeout: Double = 30) -> [String] {
+    func waitForLines(_ count: Int, timeout: Double = 30) async -> [String] {
         let giveUp = Date().addingTimeInterval(timeout)
         while Date() < giveUp {
             let lines = stdout.split(separator: "\n").map(String.init)
-            if lines.count >= count || !child.isRunning { return stdout.split(separator: "\n").map(String.init) }
-            usleep(5_000)  // polling a file for a condition, with a deadline
+            if lines.count >= count { return lines }
+            // polling a file for a condition, with a deadline
+            try? await Task.sleep(for: .milliseconds(5))
         }
         return stdout.split(separator: "\n").map(String.init)
     }
 }
 
 /// Runs a program to completion.
-func runProcess(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], timeout: Double) throws -> Run {
-    try Spawned(path, arguments, input: input, environment: environment).wait(timeout: timeout)
+/// Runs a program to completion, at most ``ProcessSlots/width`` at once across the suite.
+func runProcess(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], timeout: Double) async throws -> Run {
+    await ProcessSlots.shared.acquire()
+    defer { Task { await ProcessSlots.shared.release() } }
+    return try await Spawned(path, arguments, input: input, environment: environment).wait(timeout: timeout)
+}
+
+/// Async tests suspend instead of blocking a thread, so Swift Testing runs them all at once;
+/// on a two-core machine dozens of `authctl` processes at a time would make the deadlines
+/// the tests check (5 s) measure the machine's load. As many run-to-completion processes run
+/// at once as there are cores, as when each test held a thread while its process ran.
+actor ProcessSlots {
+    static let shared = ProcessSlots()
+    static let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    private var busy = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if busy < Self.width {
+            busy += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty { busy -= 1 } else { waiting.removeFirst().resume() }
+    }
 }
 
 /// Collects `count` events from a listener, failing after `timeout` seconds.

@@ -10,13 +10,13 @@ extension Scenario {
     }
 
     /// Runs `script` with `/bin/sh -c` in this scenario's environment.
-    func shell(_ script: String, timeout: Double = 60) throws -> Run {
-        try runProcess("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment, timeout: timeout)
+    func shell(_ script: String, timeout: Double = 60) async throws -> Run {
+        try await runProcess("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment, timeout: timeout)
     }
 
     /// Starts `script` with `/bin/sh -c` without waiting for it.
-    func startShell(_ script: String) throws -> Spawned {
-        try Spawned("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment)
+    func startShell(_ script: String) async throws -> Spawned {
+        try await Spawned("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment)
     }
 }
 
