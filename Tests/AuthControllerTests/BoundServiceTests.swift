@@ -286,4 +286,51 @@ struct BoundServiceTests {
         await #expect { try await fixture.controller.accessToken() } throws: { ($0 as? AuthError)?.exitCode == 1 }
         #expect(fixture.trail.last == "signed-out alice@example.org removed")
     }
+
+    @Test("a rotated refresh token that cannot be stored: the error says the session may have to be signed in again")
+    func rotatedTokenNotStored() async throws {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        fixture.keyring.failStores(with: .temporaryFailure("the Secret Service did not answer"))
+        await #expect {
+            try await fixture.controller.accessToken(forceRefresh: true)
+        } throws: { error in
+            guard let error = error as? AuthError else { return false }
+            return error.exitCode == 75 && error.message.contains("signed in again")
+        }
+    }
+
+    @Test("a locked keyring with no prompt possible: token is 69, and no token goes anywhere else")
+    func lockedKeyring() async throws {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        fixture.keyring.setLocked(true)
+        await #expect(throws: AuthError.keyringLocked) { try await fixture.controller.accessToken() }
+    }
+
+    @Test("a refusal after another process rotated the refresh token uses the rotated one instead of ending the session")
+    func refusalAfterRotation() async throws {
+        /// Plays the other process: while this one's refresh is on its way, the keyring gets
+        /// rotated tokens, and the server refuses the old refresh token.
+        final class RacingTransport: HTTPTransport {
+            let keyring: InMemorySecretStore
+            let key: ItemKey
+            init(keyring: InMemorySecretStore, key: ItemKey) { self.keyring = keyring; self.key = key }
+            func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+                try keyring.store(TokenSet(accessToken: "rotated-access", refreshToken: "rotated-refresh"), service: key.service,
+                                  account: key.account, server: key.server, label: "t")
+                return HTTPResponse(status: 400, body: Array(#"{"error":"invalid_grant"}"#.utf8))
+            }
+        }
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        let key = ItemKey(service: fixture.service, account: fixture.alice, server: fixture.binding.server)
+        let controller = AuthController(service: fixture.service, keyring: fixture.keyring, settings: fixture.settings,
+                                        broadcaster: fixture.broadcaster, notificationCenter: NotificationCenter(),
+                                        tokenTransport: RacingTransport(keyring: fixture.keyring, key: key), clock: fixture.clock.read)
+        let token = try await controller.accessToken(forceRefresh: true)
+        #expect(token.token == "rotated-access")
+        #expect(try controller.status().isSignedIn)
+        #expect(!fixture.trail.contains { $0.hasSuffix("expired") })
+    }
 }

@@ -64,4 +64,23 @@ struct ServerURLTests {
         #expect(try ServerURL(validating: "https://h/api/").appending(endpoint: "refresh_tokens") == "https://h/api/refresh_tokens")
         #expect(try ServerURL(validating: "https://h").appending(endpoint: "register") == "https://h/register")
     }
+
+    @Test("client id and scope: 1–255 bytes of printable ASCII, no spaces but single ones inside a scope", arguments: [
+        ("cli", "openid profile", true), ("a-b_c.9", "openid", true), ("cli", "openid  profile", false), ("cli", " openid", false),
+        ("cli", "openid ", false), ("c i", "openid", false), ("", "openid", false), (String(repeating: "c", count: 256), "openid", false),
+        ("cli", "open\u{7}id", false), ("clï", "openid", false),
+    ])
+    func clientAndScope(_ clientID: String, _ scope: String, _ valid: Bool) {
+        let binding = try? ServerBinding(validatingServer: "https://h/token", protocol: nil, clientID: clientID, scope: scope, revokeURL: nil)
+        #expect((binding != nil) == valid)
+    }
+
+    @Test("the protocol is oauth2 or json; the revoke URL follows the server URL's rules")
+    func protocolAndRevokeURL() throws {
+        #expect(try ServerBinding(validatingServer: "https://h/", protocol: nil, clientID: nil, scope: nil, revokeURL: nil).tokenProtocol == .oauth2)
+        #expect(throws: AuthError.self) { try ServerBinding(validatingServer: "https://h/", protocol: "soap", clientID: nil, scope: nil, revokeURL: nil) }
+        #expect {
+            try ServerBinding(validatingServer: "https://h/", protocol: "oauth2", clientID: nil, scope: nil, revokeURL: "http://evil.example/revoke")
+        } throws: { ($0 as? AuthError)?.message.contains("invalid revoke URL") == true }
+    }
 }
