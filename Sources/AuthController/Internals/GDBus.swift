@@ -198,19 +198,18 @@ extension GDBus {
     }
 }
 
-/// A GLib main loop on a thread of its own, for receiving D-Bus signals. Everything
-/// attached to its context runs on that thread.
+/// A GLib main context iterated on a thread of its own, for receiving D-Bus signals.
+/// Everything attached to its context runs on that thread.
 final class MainLoopThread: @unchecked Sendable {
-    // Sendable: `context` and `loop` never change and GLib's main context and loop are
-    // thread-safe (`g_main_loop_quit` and `g_main_context_wakeup` may be called from any
-    // thread); `thread` is guarded by `threadLock`.
+    // Sendable: `context` never changes and a GLib main context is thread-safe
+    // (`g_main_context_wakeup` may be called from any thread); `stopping` is atomic and
+    // `thread` is guarded by `threadLock`.
     let context: OpaquePointer
-    private let loop: OpaquePointer
+    private let stopping = Atomic<Bool>(false)
     private let threadLock = Mutex<pthread_t?>(nil)
 
     init() {
         context = g_main_context_new()
-        loop = g_main_loop_new(context, 0)
     }
 
     /// Runs `body` with the loop's context as the thread-default one, so that what it sets
@@ -221,23 +220,26 @@ final class MainLoopThread: @unchecked Sendable {
         return try body()
     }
 
-    /// Starts the loop on a new thread. The corresponding C function is `g_main_loop_run`.
+    /// Starts iterating the context on a new thread until ``stop()``. Not `g_main_loop_run`:
+    /// a `g_main_loop_quit` that comes before the thread reaches `g_main_loop_run` is lost, and
+    /// the loop would then run for ever. The flag is checked before every iteration instead.
+    /// The corresponding C function is `g_main_context_iteration`.
     func start() {
         let unmanaged = Unmanaged.passRetained(self)
         var handle = pthread_t()
         pthread_create(&handle, nil, { argument in
             let this = Unmanaged<MainLoopThread>.fromOpaque(argument!).takeRetainedValue()
             g_main_context_push_thread_default(this.context)
-            g_main_loop_run(this.loop)
+            while !this.stopping.load(ordering: .acquiring) { g_main_context_iteration(this.context, 1) }
             g_main_context_pop_thread_default(this.context)
             return nil
         }, unmanaged.toOpaque())
         threadLock.withLock { $0 = handle }
     }
 
-    /// Stops the loop and waits for its thread. The corresponding C function is `g_main_loop_quit`.
+    /// Stops the loop and waits for its thread. The corresponding C function is `g_main_context_wakeup`.
     func stop() {
-        g_main_loop_quit(loop)
+        stopping.store(true, ordering: .releasing)
         g_main_context_wakeup(context)
         // Stopping from the loop's own thread (a handler that ends the listener) must not join itself.
         guard let thread = threadLock.withLock({ (thread: inout pthread_t?) -> pthread_t? in defer { thread = nil }; return thread }),
@@ -246,7 +248,6 @@ final class MainLoopThread: @unchecked Sendable {
     }
 
     deinit {
-        g_main_loop_unref(loop)
         g_main_context_unref(context)
     }
 }
