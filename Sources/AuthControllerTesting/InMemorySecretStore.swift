@@ -58,7 +58,10 @@ public final class InMemorySecretStore: SecretStore {
     }
 
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
-        try access(unlocking: false) { $0.secrets[key] != nil }
+        // As the real store: a password key also finds the account's token items.
+        try access(unlocking: false) { state in
+            state.secrets.keys.contains { $0 == key || (key.server == nil && $0.service == key.service && $0.account == key.account) }
+        }
     }
 
     public func isLocked() throws(AuthError) -> Bool {
@@ -71,7 +74,7 @@ public final class InMemorySecretStore: SecretStore {
 
     public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
         // Like the real store: no item needs no unlock.
-        guard try containsItem(key) else { return nil }
+        guard try access(unlocking: false, { $0.secrets[key] != nil }) else { return nil }
         return try access(unlocking: true) { $0.secrets[key] }
     }
 
@@ -84,7 +87,7 @@ public final class InMemorySecretStore: SecretStore {
 
     public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // Like the real store: nothing to delete needs no unlock.
-        guard try containsItem(key) else { return false }
+        guard try access(unlocking: false, { $0.secrets[key] != nil }) else { return false }
         return try access(unlocking: true) { $0.secrets.removeValue(forKey: key) != nil }
     }
 

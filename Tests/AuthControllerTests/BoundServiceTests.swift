@@ -54,7 +54,7 @@ struct BoundServiceTests {
         #expect(status.accessTokenExpiresAt == fixture.clock.read() + 300_000_000 && status.refreshTokenExpiresAt == fixture.clock.read() + 3_600_000_000)
         let stored = try #require(try fixture.keyring.value(TokenSet.self, service: fixture.service, account: fixture.alice, server: fixture.binding.server))
         #expect(fixture.server.accepts(accessToken: stored.accessToken))
-        #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.alice) == false)  // no password hash
+        #expect(try fixture.keyring.secret(service: fixture.service, account: fixture.alice) == nil)  // no password hash
         #expect(try fixture.controller.accounts().map(\.id) == [fixture.alice])
     }
 

@@ -24,7 +24,8 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
-        let found = try search(key)
+        // One SearchItems and nothing more: this is `status`'s call.
+        let found = try search(key, leavingOutTokenItems: false)
         return !found.unlocked.isEmpty || !found.locked.isEmpty
     }
 
@@ -124,11 +125,11 @@ public struct SecretServiceStore: SecretStore {
     /// a `server` attribute; for a password key those are left out, at the cost of one more
     /// (pipelined) round trip when anything was found. Attribute names stay readable while
     /// the collection is locked, so this works then too.
-    private func search(_ key: ItemKey) throws(AuthError) -> (unlocked: [String], locked: [String]) {
+    private func search(_ key: ItemKey, leavingOutTokenItems: Bool = true) throws(AuthError) -> (unlocked: [String], locked: [String]) {
         let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
         }
-        guard key.server == nil, !(found.unlocked.isEmpty && found.locked.isEmpty) else { return found }
+        guard leavingOutTokenItems, key.server == nil, !(found.unlocked.isEmpty && found.locked.isEmpty) else { return found }
         let paths = found.unlocked + found.locked
         let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.itemsAttributes(connection, paths: paths, deadline)

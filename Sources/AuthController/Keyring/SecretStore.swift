@@ -32,7 +32,9 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
 /// The keyring: one secret per ``ItemKey``.
 public protocol SecretStore: Sendable {
     /// Whether the item exists. Never unlocks, never prompts, loads no secret: works while the
-    /// collection is locked.
+    /// collection is locked. Items are found by their attributes alone (SPEC §2), so for a
+    /// password key an item of the same service and account with a `server` counts too: it is
+    /// one search, which `status` can afford; reads and writes of secrets tell the two apart.
     func containsItem(_ key: ItemKey) throws(AuthError) -> Bool
 
     /// Whether the default collection is locked. Never prompts.
