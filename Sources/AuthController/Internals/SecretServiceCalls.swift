@@ -77,6 +77,86 @@ enum SecretServiceCalls {
         }
     }
 
+    /// `SearchItems` and `OpenSession` sent together (one round trip, not two), then the first
+    /// unlocked item's `GetSecret`: the read of `authctl token`. Returns the search's result and
+    /// the secret (`nil` when no unlocked item matched).
+    static func searchAndReadSecret(_ connection: GDBus.Connection, attributes: [(String, String)],
+                                    _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), secret: [UInt8]?) {
+        let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
+        let replies = try pipelined(connection, [
+            (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([stringDictionary(attributes)]), "(aoao)"),
+            (servicePath, "org.freedesktop.Secret.Service", "OpenSession", openParameters, "(vo)"),
+        ], deadline)
+        defer { for reply in replies { g_variant_unref(reply) } }
+        let found = (strings(in: replies[0], at: 0), strings(in: replies[0], at: 1))
+        let sessionValue = g_variant_get_child_value(replies[1], 1)!
+        let session = String(cString: g_variant_get_string(sessionValue, nil))
+        g_variant_unref(sessionValue)
+        defer {
+            g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
+                                   G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
+        }
+        guard let item = found.0.first else { return (found, nil) }
+        let reply = try call(connection, path: item, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
+                             parameters: variantTuple([g_variant_new_object_path(session)]), replyType: "((oayays))", deadline)
+        defer { g_variant_unref(reply) }
+        let structure = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(structure) }
+        let value = g_variant_get_child_value(structure, 2)!
+        defer { g_variant_unref(value) }
+        var count: gsize = 0
+        guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return (found, []) }
+        return (found, Array(UnsafeRawBufferPointer(start: bytes, count: Int(count))))
+    }
+
+    /// Sends every call before awaiting the first reply, on a private main context; returns the
+    /// replies in order (owned by the caller) or the first failure.
+    /// The corresponding C functions are `g_dbus_connection_call` and `_call_finish`.
+    private static func pipelined(_ connection: GDBus.Connection,
+                                  _ calls: [(path: String, interface: String, method: String, parameters: OpaquePointer, replyType: StaticString)],
+                                  _ deadline: Deadline) throws(GLibError) -> [OpaquePointer] {
+        final class Replies {
+            var values: [OpaquePointer?]
+            var failure: GLibError?
+            var pending: Int
+            init(_ count: Int) { values = Array(repeating: nil, count: count); pending = count }
+        }
+        final class Slot {
+            let replies: Replies
+            let index: Int
+            init(_ replies: Replies, _ index: Int) { self.replies = replies; self.index = index }
+        }
+        let context = g_main_context_new()
+        g_main_context_push_thread_default(context)
+        defer {
+            g_main_context_pop_thread_default(context)
+            g_main_context_unref(context)
+        }
+        let replies = Replies(calls.count)
+        for (index, call) in calls.enumerated() {
+            let slot = Unmanaged.passRetained(Slot(replies, index)).toOpaque()
+            g_dbus_connection_call(connection.pointer, busName, call.path, call.interface, call.method, call.parameters,
+                                   variantType(call.replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout, deadline.cancellable,
+                                   { source, result, userData in
+                let slot = Unmanaged<Slot>.fromOpaque(userData!).takeRetainedValue()
+                var error: UnsafeMutablePointer<GError>?
+                let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
+                if let error {
+                    let failure = GLibError.take(error)
+                    if slot.replies.failure == nil { slot.replies.failure = failure }
+                }
+                slot.replies.values[slot.index] = reply
+                slot.replies.pending -= 1
+            }, slot)
+        }
+        while replies.pending > 0 { g_main_context_iteration(context, 1) }
+        if let failure = replies.failure {
+            for value in replies.values { if let value { g_variant_unref(value) } }
+            throw failure
+        }
+        return replies.values.map { $0! }
+    }
+
     /// `Collection.CreateItem(a{sv} properties, (oayays) secret, b replace) → (o item, o prompt)`,
     /// with the label, the attributes plus `xdg:schema`, and the secret as `text/plain` (or the
     /// given content type). `replace` makes the service overwrite an item with the same

@@ -36,6 +36,14 @@ public struct SecretServiceStore: SecretStore {
     }
 
     public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
+        if key.server != nil {
+            // A token item is found exactly by its attributes: search and read in one go.
+            let read = try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.searchAndReadSecret(connection, attributes: key.attributes, deadline)
+            }
+            if let secret = read.secret { return secret }
+            if read.found.locked.isEmpty { return nil }
+        }
         // The search says whether the item is locked: unlocking (a lock-state read at least)
         // is needed only then.
         var found = try search(key)
