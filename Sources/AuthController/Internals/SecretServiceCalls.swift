@@ -64,17 +64,23 @@ enum SecretServiceCalls {
     /// `OpenSession`, `Item.GetSecret`, then `Session.Close` without waiting for its reply.
     static func secret(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> [UInt8] {
         try withPlainSession(connection, deadline) { (session) throws(GLibError) in
-            let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
-                                 parameters: variantTuple([g_variant_new_object_path(session)]), replyType: "((oayays))", deadline)
-            defer { g_variant_unref(reply) }
-            let structure = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(structure) }
-            let value = g_variant_get_child_value(structure, 2)!
-            defer { g_variant_unref(value) }
-            var count: gsize = 0
-            guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return [] }
-            return Array(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+            try getSecret(connection, item: path, session: session, deadline)
         }
+    }
+
+    /// `Item.GetSecret(o session) → ((oayays))`: the value's bytes.
+    private static func getSecret(_ connection: GDBus.Connection, item path: String, session: String,
+                                  _ deadline: Deadline) throws(GLibError) -> [UInt8] {
+        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
+                             parameters: variantTuple([g_variant_new_object_path(session)]), replyType: "((oayays))", deadline)
+        defer { g_variant_unref(reply) }
+        let structure = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(structure) }
+        let value = g_variant_get_child_value(structure, 2)!
+        defer { g_variant_unref(value) }
+        var count: gsize = 0
+        guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
     }
 
     /// `SearchItems` and `OpenSession` sent together (one round trip, not two), then the first
@@ -97,16 +103,7 @@ enum SecretServiceCalls {
                                    G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
         }
         guard let item = found.0.first else { return (found, nil) }
-        let reply = try call(connection, path: item, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
-                             parameters: variantTuple([g_variant_new_object_path(session)]), replyType: "((oayays))", deadline)
-        defer { g_variant_unref(reply) }
-        let structure = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(structure) }
-        let value = g_variant_get_child_value(structure, 2)!
-        defer { g_variant_unref(value) }
-        var count: gsize = 0
-        guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return (found, []) }
-        return (found, Array(UnsafeRawBufferPointer(start: bytes, count: Int(count))))
+        return (found, try getSecret(connection, item: item, session: session, deadline))
     }
 
     /// Sends every call before awaiting the first reply, on a private main context; returns the
