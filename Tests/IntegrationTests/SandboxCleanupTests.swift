@@ -62,7 +62,8 @@ struct SandboxCleanupTests {
         sandbox.signal(SIGKILL)
         #expect(await sandbox.wait(timeout: 10).status == 128 + SIGKILL)
         let clean = await eventually(within: 2 - Date().timeIntervalSince(killedAt)) {
-            !processExists(bus) && !processExists(keyring) && FileManager.default.fileExists(atPath: mark)
+            // The content, not the file's existence: the shell creates the file before it writes.
+            !processExists(bus) && !processExists(keyring) && (try? String(contentsOfFile: mark, encoding: .utf8)) == "got-term\n"
                 && !FileManager.default.fileExists(atPath: folder)
         }
         #expect(clean, "bus \(processExists(bus)), keyring \(processExists(keyring)), folder \(FileManager.default.fileExists(atPath: folder))")
