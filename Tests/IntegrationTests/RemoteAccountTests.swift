@@ -233,4 +233,54 @@ struct RemoteAccountTests {
         #expect(run.status == 65 && run.stderr.hasPrefix("authctl: invalid server URL"), "\(run)")
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
     }
+
+    @Test("TLS certificates are always verified: a self-signed one is 69, and nothing is stored")
+    func untrustedCertificate() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-tls-" + UUID().uuidString).path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let made = try await runProcess(try which("openssl", package: "openssl"),
+                                        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
+                                         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                                         "-keyout", folder + "/key.pem", "-out", folder + "/cert.pem"], input: nil, environment: [:], timeout: 60)
+        #expect(made.status == 0, "\(made)")
+        let server = try TokenServer(tls: (folder + "/cert.pem", folder + "/key.pem"))
+        let scenario = try await Scenario()
+        let run = try await scenario.authctl(["sign-in", "alice", "--server", "https://localhost:\(server.port)/oauth/token", "--password-stdin"],
+                                             input: Array("pw".utf8))
+        #expect(run.status == 69 && run.stderr.contains("TLS"), "\(run)")
+        #expect(try await scenario.authctl("server", "show").status == 1)
+        #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
+        server.stop()
+    }
+
+    @Test("a connection refused is 69; token on a service without a binding is 65; with nobody signed in, 1")
+    func refusedAndUnbound() async throws {
+        let scenario = try await Scenario()
+        var run = try await scenario.authctl("sign-in", "alice", "--server", "http://127.0.0.1:1/token", "--password-stdin", stdin: "pw")
+        #expect(run.status == 69 && run.stderr.contains("cannot reach"), "\(run)")
+        run = try await scenario.authctl("token")
+        #expect(run.status == 65 && run.stderr.contains("not bound"), "\(run)")
+        try await scenario.authctl("server", "set", "http://127.0.0.1:1/token").status.expect(0)
+        run = try await scenario.authctl("token")
+        #expect(run.status == 1 && run.stderr.contains("nobody is signed in"), "\(run)")
+    }
+
+    @Test("forget revokes like sign-out; tokens never reach the settings file")
+    func forgetRevokes() async throws {
+        let server = try TokenServer()
+        try server.configure(["accounts": ["alice": "pw"]])
+        let scenario = try await Scenario()
+        try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        let token = try await scenario.authctl("token").output
+        let stored = try await scenario.secretTool("search", "service", scenario.service).stdout
+        let refresh = try #require(stored.split(separator: "\"").first { $0.hasPrefix("refresh-") }, "\(stored)")
+        let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
+        #expect(!settings.contains(token) && !settings.contains(refresh), "\(settings)")
+        let run = try await scenario.authctl("forget", "alice")
+        #expect(run.status == 0 && run.stdout.contains("Signed out"), "\(run)")
+        #expect(try server.log().last?["endpoint"] as? String == "revoke")
+        #expect(try await scenario.authctl("accounts").stdout.isEmpty)
+    }
 }

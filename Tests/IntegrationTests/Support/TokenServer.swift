@@ -11,11 +11,12 @@ final class TokenServer: @unchecked Sendable {
     private let process: Process
     private let stdin: Pipe
 
-    init() throws {
+    /// - Parameter tls: a certificate and key file: the server speaks HTTPS with them.
+    init(tls: (certificate: String, key: String)? = nil) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("token_server.py").path
         process = Process()
         process.executableURL = URL(fileURLWithPath: try which("python3", package: "python3"))
-        process.arguments = [script]
+        process.arguments = [script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
         stdin = Pipe()
         let stdout = Pipe()
         process.standardInput = stdin

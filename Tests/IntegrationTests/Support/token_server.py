@@ -203,7 +203,16 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
+    args = sys.argv[1:]
+    tls = None
+    if args[:1] == ["--tls"]:  # --tls CERT KEY: HTTPS with that (untrusted) certificate
+        tls, args = (args[1], args[2]), args[3:]
+    server = ThreadingHTTPServer(("127.0.0.1", int(args[0]) if args else 0), Handler)
+    if tls:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = True
     print("listening %d" % server.server_address[1], flush=True)
     # Started with a pipe on stdin, it ends when the pipe closes: a test run that dies leaves no
