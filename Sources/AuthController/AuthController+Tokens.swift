@@ -251,10 +251,15 @@ extension AuthController {
     /// (`removed`): the item is deleted, the user cleared, one event. Returns the error to report.
     private func endSession(of user: AccountID, reason: LoginEvent.Reason) throws(AuthError) -> AuthError {
         var server = ""
+        var endedMeanwhile = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             server = record.binding.map { " at \($0.server)" } ?? ""
-            // The transaction itself ends a session whose item is gone (reason `removed`).
-            guard record.user == user, let binding = record.binding else { return Change() }
+            // The transaction itself ends a session whose item is gone (reason `removed`), and
+            // another process may have ended it between this one's reads: then it has ended.
+            guard record.user == user, let binding = record.binding else {
+                endedMeanwhile = read.record.user != user
+                return Change()
+            }
             var change = Change()
             change.events = [try event(.signedOut, user, reason, name: record.name ?? "", at: clock(), after: record.sequence)]
             change.record = record.signedOut(sequence: change.events[0].sequence)
@@ -263,6 +268,9 @@ extension AuthController {
             try keyring.deleteItem(key)
             change.undo = { self.restore(old, at: key, label: self.tokenLabel(user, binding)) }
             return change
+        }
+        if endedMeanwhile {
+            return .denied("the session of \(user)\(server) (\(service)) has ended; sign in again")
         }
         return reason == .removed
             ? .notSignedIn("\(user) is no longer signed in to \(service): its tokens are gone from the keyring; sign in again")

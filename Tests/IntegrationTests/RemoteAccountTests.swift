@@ -6,6 +6,18 @@ import Testing
 /// token's life, single flight across processes, and what a hostile or failing server does.
 @Suite("Remote accounts against a token server")
 struct RemoteAccountTests {
+    /// A server and a scenario where alice is signed in and her access token (2 s) has just
+    /// expired — waited for by the expiry the tool itself reports, not by a guess.
+    func signedInWithAnExpiredToken(_ settings: [String: any Sendable] = [:]) async throws -> (TokenServer, Scenario) {
+        let server = try TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2].merging(settings) { $1 })
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
+        return (server, scenario)
+    }
+
     /// Starts `count` processes at once, then waits for them all.
     func startAll(_ count: Int, _ scenario: Scenario, _ arguments: [String]) async throws -> [Run] {
         var started: [Spawned] = []
@@ -89,13 +101,7 @@ struct RemoteAccountTests {
 
     @Test("twelve `authctl token` at once with an expired token: exactly one refresh, one token, which the server accepts")
     func singleFlightAcrossProcesses() async throws {
-        let server = try TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2, "refresh_delay": 0.5])
-        let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
-        // Wait until the token has expired (by the status the tool reports, not a sleep guess).
-        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
-        while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
+        let (server, scenario) = try await signedInWithAnExpiredToken(["refresh_delay": 0.5])
         // The refreshed token lives long: a process that starts late must find it fresh.
         try server.configure(["access_lifetime": 300])
         let runs = try await startAll(12, scenario, ["token"])
@@ -107,12 +113,7 @@ struct RemoteAccountTests {
 
     @Test("processes arriving one after another while a refresh is under way: still exactly one refresh")
     func staggeredSingleFlight() async throws {
-        let server = try TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
-        let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
-        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
-        while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
+        let (server, scenario) = try await signedInWithAnExpiredToken()
         try server.configure(["access_lifetime": 300, "refresh_delay": 0.3])
         var started: [Spawned] = []
         for _ in 0..<12 {
@@ -127,12 +128,7 @@ struct RemoteAccountTests {
 
     @Test("twelve processes waiting on a refresh the server refuses: all exit 77, one request, one `expired` event")
     func waitersOnAnEndedSession() async throws {
-        let server = try TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
-        let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
-        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
-        while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
+        let (server, scenario) = try await signedInWithAnExpiredToken()
         try server.configure(["revoke_all": true, "refresh_delay": 0.3])
         let listener = try scenario.listener()
         let runs = try await startAll(12, scenario, ["token"])
