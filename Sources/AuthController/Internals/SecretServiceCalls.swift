@@ -106,9 +106,10 @@ enum SecretServiceCalls {
         return (found, try getSecret(connection, item: item, session: session, deadline))
     }
 
-    /// Sends every call before awaiting the first reply, on a private main context; returns the
-    /// replies in order (owned by the caller) or the first failure.
-    /// The corresponding C functions are `g_dbus_connection_call` and `_call_finish`.
+    /// Sends the calls without awaiting each reply — at most ``maximumInFlight`` at a time, since
+    /// a bus limits the replies one connection may await (dbus-daemon's default is 128) — on a
+    /// private main context; returns the replies in order (owned by the caller) or the first
+    /// failure. The corresponding C functions are `g_dbus_connection_call` and `_call_finish`.
     private static func pipelined(_ connection: GDBus.Connection,
                                   _ calls: [(path: String, interface: String, method: String, parameters: OpaquePointer, replyType: StaticString)],
                                   _ deadline: Deadline) throws(GLibError) -> [OpaquePointer] {
@@ -130,7 +131,8 @@ enum SecretServiceCalls {
             g_main_context_unref(context)
         }
         let replies = Replies(calls.count)
-        for (index, call) in calls.enumerated() {
+        func send(_ index: Int) {
+            let call = calls[index]
             let slot = Unmanaged.passRetained(Slot(replies, index)).toOpaque()
             g_dbus_connection_call(connection.pointer, busName, call.path, call.interface, call.method, call.parameters,
                                    variantType(call.replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout, deadline.cancellable,
@@ -146,7 +148,14 @@ enum SecretServiceCalls {
                 slot.replies.pending -= 1
             }, slot)
         }
-        while replies.pending > 0 { g_main_context_iteration(context, 1) }
+        var next = 0
+        while next < calls.count || replies.pending > 0 {
+            while next < calls.count && next - (calls.count - replies.pending) < maximumInFlight {
+                send(next)
+                next += 1
+            }
+            g_main_context_iteration(context, 1)
+        }
         if let failure = replies.failure {
             for value in replies.values { if let value { g_variant_unref(value) } }
             throw failure
@@ -264,66 +273,16 @@ enum SecretServiceCalls {
         return !dismissed
     }
 
-    /// The `Attributes` of many items at once: every `Properties.Get` is sent before the
-    /// first reply is awaited, so a thousand items cost about one round trip, not a thousand.
-    /// The corresponding C functions are `g_dbus_connection_call` and `_call_finish`, run on
-    /// a private main context.
+    /// The `Attributes` of many items at once: the `Properties.Get`s are pipelined, so a
+    /// thousand items cost about one round trip, not a thousand.
     static func itemsAttributes(_ connection: GDBus.Connection, paths: [String], _ deadline: Deadline) throws(GLibError) -> [[String: String]] {
-        final class Batch {
-            var replies: [OpaquePointer?]
-            var failure: GLibError?
-            var pending: Int
-            init(count: Int) {
-                replies = Array(repeating: nil, count: count)
-                pending = count
-            }
-        }
-        final class Slot {
-            let batch: Batch
-            let index: Int
-            init(_ batch: Batch, _ index: Int) {
-                self.batch = batch
-                self.index = index
-            }
-        }
-        let context = g_main_context_new()
-        g_main_context_push_thread_default(context)
-        defer {
-            g_main_context_pop_thread_default(context)
-            g_main_context_unref(context)
-        }
-        let batch = Batch(count: paths.count)
-        func send(_ index: Int) {
-            let path = paths[index]
-            let parameters = variantTuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")])
-            let slot = Unmanaged.passRetained(Slot(batch, index)).toOpaque()
-            g_dbus_connection_call(connection.pointer, busName, path, "org.freedesktop.DBus.Properties", "Get", parameters,
-                                   variantType("(v)"), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout,
-                                   deadline.cancellable, { source, result, userData in
-                let slot = Unmanaged<Slot>.fromOpaque(userData!).takeRetainedValue()
-                var error: UnsafeMutablePointer<GError>?
-                let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
-                if let error {
-                    let failure = GLibError.take(error)
-                    if slot.batch.failure == nil { slot.batch.failure = failure }
-                }
-                slot.batch.replies[slot.index] = reply
-                slot.batch.pending -= 1
-            }, slot)
-        }
-        // A bus limits the replies one connection may await (dbus-daemon's default is 128).
-        var next = 0
-        while next < paths.count || batch.pending > 0 {
-            while next < paths.count && next - (paths.count - batch.pending) < maximumInFlight {
-                send(next)
-                next += 1
-            }
-            g_main_context_iteration(context, 1)
-        }
-        defer { for reply in batch.replies { if let reply { g_variant_unref(reply) } } }
-        if let failure = batch.failure { throw failure }
-        return batch.replies.map { reply in
-            guard let reply, let boxed = g_variant_get_child_value(reply, 0) else { return [:] }
+        let replies = try pipelined(connection, paths.map { path in
+            (path, "org.freedesktop.DBus.Properties", "Get",
+             variantTuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")]), "(v)")
+        }, deadline)
+        defer { for reply in replies { g_variant_unref(reply) } }
+        return replies.map { reply in
+            guard let boxed = g_variant_get_child_value(reply, 0) else { return [:] }
             defer { g_variant_unref(boxed) }
             let value = g_variant_get_variant(boxed)!
             defer { g_variant_unref(value) }
