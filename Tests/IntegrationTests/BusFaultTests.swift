@@ -92,7 +92,7 @@ struct BusFaultTests {
         }
         let listed = try await scenario.authctl("accounts").stdout.split(separator: "\n").map { String($0.dropFirst(2)) }
         #expect(listed.sorted() == succeeded.sorted(), "a failed sign-in left a hash behind")
-        try await scenario.authctl("sign-in", "kept", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "kept", "--password-stdin", stdin: "pw").expect(0)
         let run = try await scenario.authctl(["--keyring-timeout", timeout, "forget", "kept"])
         let signedIn = try await scenario.authctl("status").status == 0
         let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "kept").status == 0
@@ -112,10 +112,10 @@ struct KeyringStateTests {
     @Test("an item removed behind authctl's back: status says 1; the next sign-out emits one `removed` event")
     func removedBehindItsBack() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let cleared = try await scenario.secretTool("clear", "service", scenario.service, "account", "alice")
         #expect(cleared.status == 0, "\(cleared)")
-        try await scenario.authctl("status").status.expect(1)
+        try await scenario.authctl("status").expect(1)
         let listener = try scenario.listener()
         let run = try await scenario.authctl("sign-out")
         #expect(run.status == 0 && run.stdout.isEmpty && run.stderr == "authctl: alice was already signed out of \(scenario.service): its keyring item is gone\n", "\(run)")
@@ -129,9 +129,9 @@ struct KeyringStateTests {
     func exactIDs() async throws {
         let scenario = try await Scenario()
         let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
-        try await scenario.authctl("sign-in", decomposed, "--password-stdin", stdin: "pw1").status.expect(0)
-        try await scenario.authctl("sign-in", composed, "--password-stdin", stdin: "pw2").status.expect(0)
-        try await scenario.authctl("forget", decomposed).status.expect(0)
+        try await scenario.authctl("sign-in", decomposed, "--password-stdin", stdin: "pw1").expect(0)
+        try await scenario.authctl("sign-in", composed, "--password-stdin", stdin: "pw2").expect(0)
+        try await scenario.authctl("forget", decomposed).expect(0)
         let who = try await scenario.authctl("whoami")
         #expect(who.status == 0 && Array(who.output.utf8) == Array(composed.utf8), "\(who)")
         let accounts = try await scenario.authctl("accounts")
@@ -154,7 +154,7 @@ struct KeyringStateTests {
     @Test("a sequence at its limit: reads are 78; sign-in replaces the file; one below, a switch that cannot be numbered is 78 and stores nothing")
     func sequenceAtItsLimit() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let original = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         func write(_ sequence: String) throws -> String {
             let text = original.replacingOccurrences(of: "sequence=1", with: "sequence=\(sequence)")

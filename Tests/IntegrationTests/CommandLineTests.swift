@@ -78,8 +78,8 @@ struct CommandLineTests {
         var run = try await scenario.authctl("status", "--json")
         #expect(run.status == 1)
         #expect(run.output == #"{"service":"\#(scenario.service)","signedIn":false,"user":null,"name":null,"signedInAt":null,"sequence":0,"keyringLocked":false,"avatarURL":null,"server":null,"accessTokenExpiresAt":null,"refreshTokenExpiresAt":null}"#)
-        try await scenario.authctl("sign-in", "MyEmailAddress@example.com ", "--password-stdin", stdin: "pw").status.expect(65)
-        try await scenario.authctl("sign-in", "MyEmailAddress@example.com", "--name", "Me", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "MyEmailAddress@example.com ", "--password-stdin", stdin: "pw").expect(65)
+        try await scenario.authctl("sign-in", "MyEmailAddress@example.com", "--name", "Me", "--password-stdin", stdin: "pw").expect(0)
         run = try await scenario.authctl("status", "--json")
         #expect(run.status == 0)
         let object = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
@@ -90,7 +90,7 @@ struct CommandLineTests {
         #expect((object["sequence"] as? NSNumber)?.intValue == 1)
         #expect(object["keyringLocked"] as? Bool == false)
         #expect(object["avatarURL"] as? String == "https://www.gravatar.com/avatar/0bc83cb571cd1c50ba6f3e8a78ef1346")
-        try await scenario.authctl("sign-out").status.expect(0)
+        try await scenario.authctl("sign-out").expect(0)
         run = try await scenario.authctl("status", "--json")
         #expect(run.output.contains(#""sequence":2"#))
     }
@@ -99,13 +99,13 @@ struct CommandLineTests {
     func serviceSelection() async throws {
         var scenario = try await Scenario()
         let other = "other-" + UUID().uuidString.lowercased()
-        try await scenario.authctl(["sign-in", "amy", "--password-stdin", "--service", other], input: Array("pw".utf8)).status.expect(0)
-        try await scenario.authctl("--service", other, "status").status.expect(0)
-        try await scenario.authctl("status", "--service", other).status.expect(0)
-        try await scenario.authctl("status").status.expect(1)  // AUTHCTL_SERVICE is this scenario's own
+        try await scenario.authctl(["sign-in", "amy", "--password-stdin", "--service", other], input: Array("pw".utf8)).expect(0)
+        try await scenario.authctl("--service", other, "status").expect(0)
+        try await scenario.authctl("status", "--service", other).expect(0)
+        try await scenario.authctl("status").expect(1)  // AUTHCTL_SERVICE is this scenario's own
         #expect(try await scenario.authctl("accounts").stdout.isEmpty)
         scenario.extraEnvironment["AUTHCTL_SERVICE"] = ""
-        try await scenario.authctl("status").status.expect(1)
+        try await scenario.authctl("status").expect(1)
         #expect(try await scenario.authctl("status").stdout.contains("io.github.authctl"))
         let secret = try await scenario.secretTool("lookup", "service", other, "account", "amy")
         #expect(secret.stdout.hasPrefix("$argon2id$"))
@@ -195,16 +195,16 @@ struct CommandLineTests {
     @Test("--password-stdin drops one trailing \\n or \\r\\n and keeps a lone \\r; 4096 bytes is fine")
     func passwordLineEndings() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "crlf", "--password-stdin", stdin: "secret\r\n").status.expect(0)
-        try await scenario.authctl("verify", "--password-stdin", stdin: "secret").status.expect(0)
-        try await scenario.authctl("sign-in", "cr", "--password-stdin", stdin: "secret\r").status.expect(0)
-        try await scenario.authctl("verify", "--password-stdin", stdin: "secret").status.expect(77)
-        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n\n").status.expect(77)
-        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n").status.expect(77)
-        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r").status.expect(0)
+        try await scenario.authctl("sign-in", "crlf", "--password-stdin", stdin: "secret\r\n").expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret").expect(0)
+        try await scenario.authctl("sign-in", "cr", "--password-stdin", stdin: "secret\r").expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret").expect(77)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n\n").expect(77)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r\n").expect(77)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "secret\r").expect(0)
         let long = String(repeating: "ü", count: 2048)  // 4096 bytes
-        try await scenario.authctl("sign-in", "long", "--password-stdin", stdin: long + "\n").status.expect(0)
-        try await scenario.authctl("verify", "--password-stdin", stdin: long).status.expect(0)
+        try await scenario.authctl("sign-in", "long", "--password-stdin", stdin: long + "\n").expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: long).expect(0)
     }
 
     @Test("hostile account ids and names round-trip as data through keyring, settings, JSON")
@@ -213,7 +213,7 @@ struct CommandLineTests {
         let marker = scenario.sandbox.directory + "/pwned-" + UUID().uuidString
         let account = "evil$(touch \(marker))`touch \(marker)`'\"; rm -rf / ;\"@ünï.org"
         let name = "Zoë \"$(touch \(marker))\" `x` \\ 'q'"
-        try await scenario.authctl(["sign-in", account, "--name", name, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
+        try await scenario.authctl(["sign-in", account, "--name", name, "--password-stdin"], input: Array("pw".utf8)).expect(0)
         let who = try await scenario.authctl("whoami")
         #expect(who.output == account)
         let json = try await scenario.authctl("status", "--json")
@@ -224,14 +224,14 @@ struct CommandLineTests {
         #expect(stored.stdout.hasPrefix("$argon2id$"))
         let accounts = try await scenario.authctl("accounts", "--json")
         #expect((try JSONSerialization.jsonObject(with: Data(accounts.stdout.utf8)) as? [[String: Any]])?.first?["user"] as? String == account)
-        try await scenario.authctl("forget", account).status.expect(0)
+        try await scenario.authctl("forget", account).expect(0)
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
     @Test("the settings file records the session, mode 0600 in a 0700 folder")
     func settingsFile() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--name", "Alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--name", "Alice", "--password-stdin", stdin: "pw").expect(0)
         let text = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         #expect(text.hasPrefix("[\(scenario.service)]\n"))
         #expect(text.contains("\nuser=alice\n") && text.contains("\nname=Alice\n") && text.contains("\nsequence=1\n"))
@@ -244,7 +244,7 @@ struct CommandLineTests {
     @Test("the default display name is the passwd real name, else the login name")
     func defaultName() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").expect(0)
         let json = try await scenario.authctl("whoami", "--json").stdout
         let entry = getpwuid(geteuid())!.pointee
         let gecos = String(cString: entry.pw_gecos).split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
@@ -259,20 +259,20 @@ struct CommandLineTests {
         #expect(stored.status == 0)
         let run = try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext")
         #expect(run.status == 65 && run.stderr.contains("mallory") && run.stderr.contains("authctl forget mallory"), "\(run)")
-        try await scenario.authctl("status").status.expect(1)
-        try await scenario.authctl("forget", "mallory").status.expect(0)
-        try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext").status.expect(0)
+        try await scenario.authctl("status").expect(1)
+        try await scenario.authctl("forget", "mallory").expect(0)
+        try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext").expect(0)
     }
 
     @Test("a weak stored hash is upgraded on sign-in, never downgraded")
     func upgradeOnLogin() async throws {
         let scenario = try await Scenario()
         let weak = try Argon2idHasher(parameters: .init(memoryKiB: 19456, iterations: 2, parallelism: 8)).hash(password("pw"))
-        try await scenario.secretTool("store", "--label=weak", "service", scenario.service, "account", "old", stdin: weak).status.expect(0)
-        try await scenario.authctl("sign-in", "old", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.secretTool("store", "--label=weak", "service", scenario.service, "account", "old", stdin: weak).expect(0)
+        try await scenario.authctl("sign-in", "old", "--password-stdin", stdin: "pw").expect(0)
         let after = try await scenario.secretTool("lookup", "service", scenario.service, "account", "old").stdout
         #expect(after.hasPrefix("$argon2id$v=19$m=65536,t=3,p=8$"))
-        try await scenario.authctl("verify", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "pw").expect(0)
         // Still one item for the pair.
         let items = try await scenario.secretTool("search", "--all", "service", scenario.service, "account", "old")
         #expect(items.stdout.components(separatedBy: "\nlabel = ").count == 2, "\(items)")
@@ -281,17 +281,17 @@ struct CommandLineTests {
     @Test("sign-out --keep-credentials keeps the hash for the next sign-in")
     func keepCredentials() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").status.expect(0)
-        try await scenario.authctl("sign-out", "--keep-credentials").status.expect(0)
-        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw2").status.expect(77)
-        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").status.expect(0)
+        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").expect(0)
+        try await scenario.authctl("sign-out", "--keep-credentials").expect(0)
+        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw2").expect(77)
+        try await scenario.authctl("sign-in", "kim", "--password-stdin", stdin: "pw1").expect(0)
     }
 }
 
-extension Int32 {
-    /// `#expect(self == code)` in a chain.
+extension Run {
+    /// `#expect(status == code)` in a chain, showing the whole run (stdout, stderr) when not.
     func expect(_ code: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(self == code, sourceLocation: sourceLocation)
+        #expect(status == code, "\(self)", sourceLocation: sourceLocation)
     }
 }
 
@@ -305,7 +305,7 @@ struct UnwritableOutputTests {
           ])
     func fullDisk(_ command: String) async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "someone", "--password-stdin", stdin: "pw").expect(0)
         let run = try await scenario.shell(#"printf pw | "$AUTHCTL" \#(command) >/dev/full"#)
         #expect(run.status == 74, "\(run)")
         #expect(run.stderr == "authctl: cannot write to standard output: No space left on device\n", "\(run)")

@@ -11,14 +11,14 @@ struct EventTests {
         let scenario = try await Scenario()
         let listener = try scenario.listener()
         let before = UInt64(Date().timeIntervalSince1970 * 1_000_000)
-        try await scenario.authctl("sign-in", "alice@example.org", "--name", "Alice", "--password-stdin", stdin: "a").status.expect(0)
-        try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "a").status.expect(0)  // no change
-        try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong").status.expect(77)
-        try await scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "b").status.expect(0)
-        try await scenario.authctl("sign-out").status.expect(0)
-        try await scenario.authctl("sign-out").status.expect(0)  // nobody: no event
-        try await scenario.authctl("sign-in", "carol", "--name", "", "--password-stdin", stdin: "c").status.expect(0)
-        try await scenario.authctl("forget", "carol").status.expect(0)
+        try await scenario.authctl("sign-in", "alice@example.org", "--name", "Alice", "--password-stdin", stdin: "a").expect(0)
+        try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "a").expect(0)  // no change
+        try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong").expect(77)
+        try await scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "b").expect(0)
+        try await scenario.authctl("sign-out").expect(0)
+        try await scenario.authctl("sign-out").expect(0)  // nobody: no event
+        try await scenario.authctl("sign-in", "carol", "--name", "", "--password-stdin", stdin: "c").expect(0)
+        try await scenario.authctl("forget", "carol").expect(0)
         let events = try await collect(6, from: listener)
         let after = UInt64(Date().timeIntervalSince1970 * 1_000_000)
         #expect(events.map { "\($0.status.rawValue) \($0.user?.rawValue ?? "-") \($0.reason.rawValue) \($0.name) #\($0.sequence) \($0.previousUser?.rawValue ?? "")" } == [
@@ -56,7 +56,7 @@ struct EventTests {
         }
         // dbus-monitor reports losing its own name once it has become a monitor.
         read(until: "member=NameLost")
-        try await scenario.authctl("sign-in", "sig@example.org", "--name", "Sig", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "sig@example.org", "--name", "Sig", "--password-stdin", stdin: "pw").expect(0)
         read(until: "uint64 1\n")
         let expected = """
                string "\(scenario.service)"
@@ -86,8 +86,8 @@ struct EventTests {
         let scenario = try await Scenario()
         let other = try await Scenario(service: scenario.service + ".other")
         let listener = try scenario.listener()
-        try await other.authctl("sign-in", "x", "--password-stdin", stdin: "pw").status.expect(0)
-        try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
+        try await other.authctl("sign-in", "x", "--password-stdin", stdin: "pw").expect(0)
+        try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").expect(0)
         let events = try await collect(1, from: listener)
         #expect(events.first?.user?.rawValue == "mine")
     }
@@ -125,8 +125,8 @@ struct EventTests {
         let scenario = try await Scenario()
         let listener = try scenario.listener()
         for cycle in 0..<25 {
-            try await scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
-            try await scenario.authctl("sign-out").status.expect(0)
+            try await scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").expect(0)
+            try await scenario.authctl("sign-out").expect(0)
         }
         let events = try await collect(50, from: listener, timeout: 60)
         #expect(events.map(\.sequence) == Array(1...50))

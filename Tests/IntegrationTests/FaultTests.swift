@@ -14,7 +14,7 @@ struct FaultTests {
         let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         var scenario = try await Scenario(sandbox: sandbox)
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let before = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         try await scenario.lockKeyring()
 
@@ -22,7 +22,7 @@ struct FaultTests {
         #expect(run.status == 0 && run.stdout.contains(#""signedIn":true"#) && run.stdout.contains(#""keyringLocked":true"#), "\(run)")
         run = try await scenario.authctl("status")
         #expect(run.output.hasSuffix("(keyring locked)"))
-        try await scenario.authctl("whoami").status.expect(0)
+        try await scenario.authctl("whoami").expect(0)
         run = try await scenario.authctl("accounts")
         #expect(run.status == 69 && run.stderr.contains("locked"), "\(run)")
 
@@ -40,7 +40,7 @@ struct FaultTests {
 
         #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == before)
         scenario.extraEnvironment.removeValue(forKey: "DISPLAY")
-        try await scenario.authctl("status").status.expect(0)
+        try await scenario.authctl("status").expect(0)
     }
 
     @Test("no Secret Service on the bus: 69 within 5 s, naming it and the package")
@@ -85,7 +85,7 @@ struct FaultTests {
         let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let before = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         let daemon = try #require(sandbox.keyringProcessID)
         kill(daemon, SIGSTOP)
@@ -96,13 +96,13 @@ struct FaultTests {
         #expect(run.status == 75 && run.seconds < 4, "\(run)")
         kill(daemon, SIGCONT)
         #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == before)
-        try await scenario.authctl("status").status.expect(0)
+        try await scenario.authctl("status").expect(0)
     }
 
     @Test("a corrupt settings file: reads fail with 78 naming it; sign-in replaces it and keeps a copy")
     func corruptSettings() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let garbage = "[\(scenario.service)\nuser=alice\n"
         try garbage.write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
         chmod(scenario.settingsFile, 0o600)
@@ -121,7 +121,7 @@ struct FaultTests {
     @Test("sign-out over a corrupt file replaces it without deleting a hash or sending an event")
     func signOutCorrupt() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         try "garbage\u{1}".write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
         chmod(scenario.settingsFile, 0o600)
         let listener = try scenario.listener()
@@ -129,7 +129,7 @@ struct FaultTests {
         #expect(run.status == 0 && run.stderr.contains("corrupt"), "\(run)")
         #expect(try await scenario.authctl("accounts").stdout == "  alice\n")
         // A later change's event is the first the listener sees: sign-out sent none.
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let events = try await collect(1, from: listener)
         #expect(events.map(\.reason) == [.signIn] && events.first?.sequence == 1)
     }
@@ -169,19 +169,19 @@ struct FaultTests {
         #expect(run.status == 74 && run.stderr.contains(scenario.settingsDirectory), "\(run)")
         let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "alice")
         #expect(stored.stdout.isEmpty)
-        try await scenario.authctl("status").status.expect(74)
+        try await scenario.authctl("status").expect(74)
     }
 
     @Test("the settings lock is waited for at most 5 s, then 75")
     func lockTimeout() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let descriptor = open(scenario.settingsDirectory + "/settings.lock", O_RDWR)
         #expect(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
         let run = try await scenario.authctl("sign-out")
         close(descriptor)
         #expect(run.status == 75 && run.stderr.contains("settings lock") && run.seconds >= 5 && run.seconds < 10, "\(run)")
-        try await scenario.authctl("status").status.expect(0)
+        try await scenario.authctl("status").expect(0)
     }
 
     @Test("the library rolls back a new hash in the real keyring when the settings write fails")

@@ -12,7 +12,7 @@ struct RemoteAccountTests {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2].merging(settings) { $1 })
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
         while Timestamp.rfc3339(microseconds: AuthController.systemClock()) <= expiry { usleep(100_000) }
         return (server, scenario)
@@ -145,7 +145,7 @@ struct RemoteAccountTests {
         let slow = try await Scenario()
         var other = try await Scenario(sandbox: slow.sandbox)
         other.extraEnvironment["XDG_CONFIG_HOME"] = slow.configHome  // the same settings file and lock
-        try await slow.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        try await slow.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let refreshing = try await slow.start(["token", "--refresh"])
         while try server.count("refresh") == 0 { usleep(20_000) }
         let run = try await other.authctl("sign-in", "carol", "--password-stdin", stdin: "pw")
@@ -160,7 +160,7 @@ struct RemoteAccountTests {
             try server.configure(["accounts": ["alice": "pw"], "clock_offset": offset, "access_lifetime": 600])
             let scenario = try await Scenario()
             let before = AuthController.systemClock()
-            try await scenario.authctl("sign-in", "alice", "--server", url(server), "--protocol", tokenProtocol, "--password-stdin", stdin: "pw").status.expect(0)
+            try await scenario.authctl("sign-in", "alice", "--server", url(server), "--protocol", tokenProtocol, "--password-stdin", stdin: "pw").expect(0)
             let status = json(try await scenario.authctl("status", "--json"))
             let expiry = try #require(Timestamp.microseconds(rfc3339: status["accessTokenExpiresAt"] as? String ?? ""))
             #expect(expiry > before + 590_000_000 && expiry < AuthController.systemClock() + 610_000_000, "\(tokenProtocol): \(status)")
@@ -175,7 +175,7 @@ struct RemoteAccountTests {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         try server.configure(["revoke_all": true])
         let listener = try scenario.listener()
         let run = try await scenario.authctl("token", "--refresh")
@@ -213,7 +213,7 @@ struct RemoteAccountTests {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         try server.configure(["scripted": [["status": 500, "body": "down"]]])
         let run = try await scenario.authctl("token", "--refresh")
         let accepted = try server.accepts(run.output)
@@ -257,7 +257,7 @@ struct RemoteAccountTests {
         #expect(run.status == 69 && run.stderr.contains("cannot reach"), "\(run)")
         run = try await scenario.authctl("token")
         #expect(run.status == 65 && run.stderr.contains("not bound"), "\(run)")
-        try await scenario.authctl("server", "set", "http://127.0.0.1:1/token").status.expect(0)
+        try await scenario.authctl("server", "set", "http://127.0.0.1:1/token").expect(0)
         run = try await scenario.authctl("token")
         #expect(run.status == 1 && run.stderr.contains("nobody is signed in"), "\(run)")
     }
@@ -267,8 +267,8 @@ struct RemoteAccountTests {
         let server = try TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()
-        try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).status.expect(0)
-        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let token = try await scenario.authctl("token").output
         let stored = try await scenario.secretTool("search", "service", scenario.service).stdout
         let refresh = try #require(stored.split(separator: "\"").first { $0.hasPrefix("refresh-") }, "\(stored)")

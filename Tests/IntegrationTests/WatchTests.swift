@@ -9,10 +9,10 @@ struct WatchTests {
     @Test("--json --initial --count: the current state first, then each event, one JSON object per line")
     func jsonLines() async throws {
         let scenario = try await Scenario()
-        try await scenario.authctl("sign-in", "first", "--name", "First", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "first", "--name", "First", "--password-stdin", stdin: "pw").expect(0)
         let watch = try await scenario.start(["watch", "--json", "--initial", "--count", "3"])
         #expect(await watch.waitForLines(1).count == 1)  // subscribed before it printed the state
-        try await scenario.authctl("sign-in", "second", "--name", "Second", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "second", "--name", "Second", "--password-stdin", stdin: "pw").expect(0)
         let run = await watch.wait()
         #expect(run.status == 0, "\(run)")
         let lines = run.output.split(separator: "\n").map(String.init)
@@ -46,8 +46,8 @@ struct WatchTests {
         watching.extraEnvironment["LOG"] = log
         let watch = try await watching.start(["watch", "--initial", "--count", "3", "--exec", hook])
         #expect(await watch.waitForLines(1).count == 1)
-        try await scenario.authctl([ "sign-in", hostile, "--password-stdin"], input: Array("pw".utf8)).status.expect(0)
-        try await scenario.authctl("sign-out").status.expect(0)
+        try await scenario.authctl([ "sign-in", hostile, "--password-stdin"], input: Array("pw".utf8)).expect(0)
+        try await scenario.authctl("sign-out").expect(0)
         let run = await watch.wait()
         #expect(run.status == 0, "\(run)")
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
@@ -96,8 +96,8 @@ struct WatchTests {
         let other = try await Scenario(service: scenario.service + "-other")
         let watch = try await scenario.start(["watch", "--initial", "--json", "--count", "2"])
         #expect(await watch.waitForLines(1).count == 1)
-        try await other.authctl("sign-in", "theirs", "--password-stdin", stdin: "pw").status.expect(0)
-        try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").status.expect(0)
+        try await other.authctl("sign-in", "theirs", "--password-stdin", stdin: "pw").expect(0)
+        try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").expect(0)
         let run = await watch.wait()
         #expect(run.status == 0 && run.output.split(separator: "\n").last?.contains(#""user":"mine""#) == true, "\(run)")
         #expect(!run.stdout.contains("theirs"))
@@ -118,8 +118,8 @@ struct WatchTests {
         for _ in 0..<3 { watchers.append(try await scenario.start(["watch", "--json", "--initial", "--count", "401", "--timeout", "600"])) }
         for watcher in watchers { #expect(await watcher.waitForLines(1).count == 1) }
         for cycle in 0..<200 {
-            try await scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").status.expect(0)
-            try await scenario.authctl("sign-out").status.expect(0)
+            try await scenario.authctl("sign-in", "cycler", "--password-stdin", stdin: "pw\(cycle)").expect(0)
+            try await scenario.authctl("sign-out").expect(0)
         }
         for watcher in watchers {
             let run = await watcher.wait(timeout: 120)
@@ -155,7 +155,7 @@ struct SandboxTests {
         #expect(lines[2] == "unix:path=\(folder)/runtime/bus")
         #expect(!FileManager.default.fileExists(atPath: folder))
         // The caller's keyring and settings are untouched.
-        try await scenario.authctl("status").status.expect(1)
+        try await scenario.authctl("status").expect(1)
         #expect(try await scenario.authctl("accounts").stdout.isEmpty)
         // No daemon of that sandbox is left running.
         let left = try await runProcess("/usr/bin/pgrep", ["-f", folder], input: nil, environment: [:], timeout: 10)
@@ -295,7 +295,7 @@ struct WatchReaderTests {
             { "$AUTHCTL" watch --json --initial --exec ': > "\#(ready)"'; echo "watch=$?" >&2; } | head -n 2
             """#)
         #expect(eventually { FileManager.default.fileExists(atPath: ready) })
-        try await scenario.authctl("sign-in", "reader-test", "--password-stdin", stdin: "pw").status.expect(0)
+        try await scenario.authctl("sign-in", "reader-test", "--password-stdin", stdin: "pw").expect(0)
         let started = Date()
         let run = await watch.wait(timeout: 20)
         #expect(run.status == 0 && Date().timeIntervalSince(started) < 5, "\(run)")
