@@ -133,7 +133,8 @@ public final class AuthController: Sendable {
                     try keyring.store(hash, service: service, account: account, label: label(for: account))
                     // Put the keyring back as it was should the save fail: remove a new hash,
                     // restore an upgraded one.
-                    change.undo = { self.restore(stored, of: account) }
+                    let key = ItemKey(service: service, account: account), label = label(for: account)
+                    change.undo = { self.restore(stored.map { Array($0.utf8) }, at: key, label: label) }
                 } catch where plan.isUpgrade {
                     change.warnings.append(upgradeFailedNote(error))
                 }
@@ -403,16 +404,6 @@ public final class AuthController: Sendable {
         }
         post(events)
         return ChangeOutcome(events: events, warnings: warnings)
-    }
-
-    /// Puts `secret` back as the stored hash of `account`, or removes the item when it had none.
-    /// Best effort: it runs while another failure is being reported.
-    private func restore(_ secret: String?, of account: AccountID) {
-        if let secret {
-            try? keyring.store(secret, service: service, account: account, label: label(for: account))
-        } else {
-            _ = try? keyring.deleteItem(service: service, account: account)
-        }
     }
 
     private func label(for account: AccountID) -> String { "authctl password hash for \(account) (\(service))" }
