@@ -52,10 +52,16 @@ let package = Package(
             dependencies: ["CLibsecret"],
             linkerSettings: [.linkedLibrary("dl")]
         ),
+        // The D-Bus objects `authctl serve` exports: GDBus skeletons that gdbus-codegen generated from
+        // the interface files in data/ (`make interfaces` regenerates them; a test checks they match).
+        .target(
+            name: "CAuthctlBus",
+            dependencies: ["CLibsecret"]
+        ),
         .target(
             name: "AuthController",
             dependencies: [
-                "CLibsecret", "CArgon2", "CLibsoup",
+                "CLibsecret", "CArgon2", "CLibsoup", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
