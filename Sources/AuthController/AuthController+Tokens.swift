@@ -260,14 +260,7 @@ extension AuthController {
                 endedMeanwhile = read.record.user != user
                 return Change()
             }
-            var change = Change()
-            change.events = [try event(.signedOut, user, reason, name: record.name ?? "", at: clock(), after: record.sequence)]
-            change.record = record.signedOut(sequence: change.events[0].sequence)
-            let key = ItemKey(service: service, account: user, server: binding.server)
-            let old = try keyring.secret(key)
-            try keyring.deleteItem(key)
-            change.undo = { self.restore(old, at: key, label: self.tokenLabel(user, binding)) }
-            return change
+            return try ending(user, binding: binding, in: record, reason: reason)
         }
         if endedMeanwhile {
             return .denied("the session of \(user)\(server) (\(service)) has ended; sign in again")
@@ -275,6 +268,39 @@ extension AuthController {
         return reason == .removed
             ? .notSignedIn("\(user) is no longer signed in to \(service): its tokens are gone from the keyring; sign in again")
             : .denied("the session of \(user)\(server) (\(service)) has ended: the server no longer accepts it; sign in again")
+    }
+
+    /// The change that signs `user` out of a bound service and deletes its tokens: one
+    /// `signed-out` event with `reason`.
+    private func ending(_ user: AccountID, binding: ServerBinding, in record: SessionRecord,
+                        reason: LoginEvent.Reason) throws(AuthError) -> Change {
+        var change = Change()
+        change.events = [try event(.signedOut, user, reason, name: record.name ?? "", at: clock(), after: record.sequence)]
+        change.record = record.signedOut(sequence: change.events[0].sequence)
+        let key = ItemKey(service: service, account: user, server: binding.server)
+        let old = try keyring.secret(key)
+        try keyring.deleteItem(key)
+        change.undo = { self.restore(old, at: key, label: self.tokenLabel(user, binding)) }
+        return change
+    }
+
+    /// Ends a session that is over though no command ended it: the signed-in account's keyring
+    /// item was removed behind authctl's back (one `signed-out` event, reason `removed`), or its
+    /// refresh token's known expiry has passed (reason `expired`; the tokens are deleted).
+    /// Otherwise nothing happens, and nothing is written. `serve` calls it when the keyring or
+    /// the clock says a session may have ended; it never prompts and never asks a server.
+    @discardableResult
+    public func endSessionIfOver() throws(AuthError) -> ChangeOutcome {
+        let record = try intactRecord()
+        // Most calls find nothing to do: look before taking the settings lock.
+        guard record.user != nil, try signedInAccount(in: record) == nil || sessionHasEnded(record) else {
+            return ChangeOutcome(events: [], warnings: [])
+        }
+        return try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            guard let user = record.user, let binding = record.binding, sessionHasEnded(record) else { return Change() }
+            return try ending(user, binding: binding, in: record, reason: .expired)
+        }
     }
 
     private func refuseRebinding(_ record: SessionRecord, to binding: ServerBinding?) throws(AuthError) {

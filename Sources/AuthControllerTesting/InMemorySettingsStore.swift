@@ -31,6 +31,12 @@ public final class InMemorySettingsStore: SettingsStore {
         }
     }
 
+    public func services() throws(AuthError) -> [ServiceName] {
+        state.withLock { state in
+            state.corruption != nil ? [] : state.records.keys.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+        }
+    }
+
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
         try state.withLock { (state) throws(AuthError) -> String? in
             if let failure = state.saveFailure { throw failure }

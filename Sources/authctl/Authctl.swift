@@ -15,7 +15,7 @@ struct Authctl: AsyncParsableCommand {
             """,
         version: AuthController.version,
         subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self,
-                      Server.self, Watch.self, Sandbox.self, DoctorCommand.self]
+                      Server.self, Watch.self, Serve.self, Sandbox.self, DoctorCommand.self]
     )
 
     @OptionGroup var global: GlobalOptions

@@ -51,12 +51,17 @@ struct GlobalOptions: ParsableArguments {
 
     /// The controller for the real Secret Service, settings file and session bus.
     func makeController() throws(AuthError) -> AuthController {
+        makeController(service: try resolvedService())
+    }
+
+    /// The controller of `service`, on the bus at `busAddress` (`nil`: the session bus).
+    func makeController(service: ServiceName, busAddress: String? = nil) -> AuthController {
         AuthController(
-            service: try resolvedService(),
+            service: service,
             keyring: SecretServiceStore(promptAllowed: promptAllowed, promptTimeout: keyringTimeout ?? 60,
-                                        callTimeout: keyringTimeout ?? 5),
+                                        callTimeout: keyringTimeout ?? 5, busAddress: busAddress),
             settings: KeyFileSettingsStore(directory: Self.settingsDirectory()),
-            broadcaster: DBusBroadcaster(),
+            broadcaster: DBusBroadcaster(busAddress: busAddress),
             tokenTransport: SoupTransport(),
             serverTimeout: serverTimeout ?? 10
         )

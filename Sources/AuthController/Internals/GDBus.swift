@@ -32,6 +32,24 @@ enum GDBus {
     enum Value: Sendable, Equatable {
         case string(String)
         case uint64(UInt64)
+        case boolean(Bool)
+    }
+
+    /// A floating `a{sv}` of `entries`, in their order.
+    /// The corresponding C functions are `g_variant_builder_add_value` and `g_variant_builder_end`.
+    static func dictionary(_ entries: [(String, Value)]) -> OpaquePointer {
+        let builder = g_variant_builder_new(variantType("a{sv}"))
+        defer { g_variant_builder_unref(builder) }
+        for (key, value) in entries {
+            let boxed: OpaquePointer
+            switch value {
+            case .string(let text): boxed = g_variant_new_string(text)
+            case .uint64(let number): boxed = g_variant_new_uint64(guint64(number))
+            case .boolean(let flag): boxed = g_variant_new_boolean(flag ? 1 : 0)
+            }
+            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(boxed)))
+        }
+        return g_variant_builder_end(builder)
     }
 
     /// The D-Bus timeout of every call (`G_MAXINT`: none). Each call's `Deadline` cancels it
@@ -53,18 +71,8 @@ enum GDBus {
     /// The corresponding C function is `g_dbus_connection_emit_signal`.
     static func connectionEmitSignal(_ connection: Connection, path: String, interface: String, member: String,
                                      strings: [String], details: [(String, Value)]) throws(GLibError) {
-        let builder = g_variant_builder_new(variantType("a{sv}"))
-        defer { g_variant_builder_unref(builder) }
-        for (key, value) in details {
-            let boxed: OpaquePointer
-            switch value {
-            case .string(let text): boxed = g_variant_new_string(text)
-            case .uint64(let number): boxed = g_variant_new_uint64(guint64(number))
-            }
-            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(boxed)))
-        }
         // The tuple is floating: emit_signal sinks and releases it.
-        let tuple = variantTuple(strings.map { g_variant_new_string($0) } + [g_variant_builder_end(builder)])
+        let tuple = variantTuple(strings.map { g_variant_new_string($0) } + [dictionary(details)])
         _ = try withGError {
             g_dbus_connection_emit_signal(connection.pointer, nil, path, interface, member, tuple, $0)
         }
@@ -190,6 +198,8 @@ extension GDBus {
                         details[name] = .string(String(cString: g_variant_get_string(value, nil)))
                     } else if g_variant_is_of_type(value, variantType("t")) != 0 {
                         details[name] = .uint64(UInt64(g_variant_get_uint64(value)))
+                    } else if g_variant_is_of_type(value, variantType("b")) != 0 {
+                        details[name] = .boolean(g_variant_get_boolean(value) != 0)
                     }
                 }
             }
@@ -237,6 +247,26 @@ final class MainLoopThread: @unchecked Sendable {
         threadLock.withLock { $0 = handle }
     }
 
+    /// Runs `body` on the loop's thread: at once when called there, else as soon as the loop
+    /// gets to it. The corresponding C function is `g_main_context_invoke_full`.
+    func perform(_ body: @escaping @Sendable () -> Void) {
+        final class Work: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT,
+                                   { userData in Unmanaged<Work>.fromOpaque(userData!).takeUnretainedValue().body(); return 0 },
+                                   Unmanaged.passRetained(Work(body)).toOpaque(),
+                                   { userData in if let userData { Unmanaged<Work>.fromOpaque(userData).release() } })
+    }
+
+    /// Runs `body` on the loop's thread and returns its result.
+    func performAndWait<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            perform { continuation.resume(returning: body()) }
+        }
+    }
+
     /// Stops the loop and waits for its thread. The corresponding C function is `g_main_context_wakeup`.
     func stop() {
         stopping.store(true, ordering: .releasing)
@@ -276,6 +306,11 @@ extension GDBus {
             { userData in
                 if let userData { Unmanaged<SignalHandler>.fromOpaque(userData).release() }
             })
+    }
+
+    /// The corresponding C function is `g_dbus_connection_remove_filter`.
+    static func connectionRemoveFilter(_ connection: Connection, _ id: UInt32) {
+        g_dbus_connection_remove_filter(connection.pointer, id)
     }
 
     /// The corresponding C function is `g_dbus_connection_signal_unsubscribe`.

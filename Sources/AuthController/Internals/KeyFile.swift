@@ -20,6 +20,19 @@ final class KeyFile {
 
     deinit { g_key_file_free(pointer) }
 
+    /// The names of the groups, in file order. The corresponding C function is `g_key_file_get_groups`.
+    func groups() -> [String] {
+        guard let names = g_key_file_get_groups(pointer, nil) else { return [] }
+        defer { g_strfreev(names) }
+        var result: [String] = []
+        var index = 0
+        while let name = names[index] {
+            result.append(String(cString: name))
+            index += 1
+        }
+        return result
+    }
+
     /// The unescaped value, `nil` when the group or key is missing.
     /// The corresponding C function is `g_key_file_get_string`.
     func string(group: String, key: String) throws(GLibError) -> String? {

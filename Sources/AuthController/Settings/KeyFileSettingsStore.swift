@@ -30,6 +30,11 @@ public struct KeyFileSettingsStore: SettingsStore {
         }
     }
 
+    public func services() throws(AuthError) -> [ServiceName] {
+        guard try checkDirectory(), let bytes = try readFileBytes(), let keyFile = try? KeyFile(parsing: bytes) else { return [] }
+        return keyFile.groups().compactMap { try? ServiceName(validating: $0) }.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+    }
+
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
         try createDirectory()
         var keyFile = KeyFile()

@@ -49,6 +49,10 @@ public protocol SettingsStore: Sendable {
     /// unsafe file throws (78); a corrupt one is reported in ``SettingsRead/corruption``.
     func read(service: ServiceName) throws(AuthError) -> SettingsRead
 
+    /// The services that have a group in the settings, sorted by bytes; none when the file is
+    /// missing or does not parse (``read(service:)`` then says why). Never writes.
+    func services() throws(AuthError) -> [ServiceName]
+
     /// Writes `record` as the group of `service`, keeping every other group and key. A corrupt
     /// file is first kept aside as `settings.ini.corrupt`; its path is returned then.
     /// Call under ``withExclusiveLock(_:)``.

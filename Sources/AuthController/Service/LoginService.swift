@@ -1,0 +1,557 @@
+import Synchronization
+
+/// `authctl serve` (SPEC §11): the login state as a D-Bus service that owns the name
+/// `io.github.authctl`.
+///
+/// - Methods of `io.github.authctl.AuthController1` at ``objectPath``: `GetStatus`,
+///   `ListAccounts`, `GetToken` (sharing the refresh lock with every `authctl token`), `SignOut`.
+/// - One `io.github.authctl.Session1` object per service with a settings group, listed by the
+///   `ObjectManager` at ``objectPath``, its properties kept current: the service re-reads a
+///   service's state whenever anything may have changed it — a `LoginStatusChanged` signal
+///   (any process), the settings file (a token refresh or a binding changes no event), or the
+///   keyring (`ItemCreated`/`ItemDeleted`/`ItemChanged` of any collection).
+/// - Background work: tokens of signed-in bound services are refreshed at about 80% of their
+///   lifetime, and a session whose refresh token expires or whose item disappears is ended at
+///   once, with its event sent from the well-known name.
+///
+/// The GDBus side (objects, subscriptions, the name) lives on one ``MainLoopThread``; the
+/// work (keyring, settings, servers) runs in tasks, and the one loop in ``run(signals:)``
+/// decides, one trigger at a time, what to re-read and when to stop.
+public final class LoginService: Sendable {
+    /// The well-known name.
+    public static let busName = "io.github.authctl"
+    /// The object path of the methods and the object manager.
+    public static let objectPath = DBusBroadcaster.objectPath
+    /// The interface of the per-service objects.
+    public static let sessionInterface = "io.github.authctl.Session1"
+
+    /// Why ``run(signals:)`` returned.
+    public enum Ending: Sendable, Equatable {
+        /// SIGINT or SIGTERM.
+        case signalled
+        /// Another `serve --replace` took the name over.
+        case replaced
+        /// `--idle-exit` seconds passed with nothing to do.
+        case idle
+    }
+
+    private let settings: any SettingsStore
+    private let settingsFile: String?
+    private let busAddress: String?
+    private let replace: Bool
+    private let idleExit: Double?
+    private let makeController: @Sendable (ServiceName) -> AuthController
+    private let controllers = Mutex<[ServiceName: AuthController]>([:])
+
+    /// - Parameters:
+    ///   - settings: where the services' records are.
+    ///   - settingsFile: the file to watch for changes made without an event (a token refresh,
+    ///     a new binding); `nil` to rely on `LoginStatusChanged` alone.
+    ///   - busAddress: the bus to serve on (`nil`: the session bus). The controllers must use
+    ///     the same bus, so that their signals come from the name's owner.
+    ///   - replace: take the name over from a running `serve`.
+    ///   - idleExit: return ``Ending/idle`` after that many seconds with no call, no peer that
+    ///     called and is still connected, and no token to refresh.
+    ///   - controller: makes the controller of a service (one per service is kept, so that its
+    ///     in-process refresh is shared by every caller).
+    public init(settings: any SettingsStore, settingsFile: String?, busAddress: String? = nil, replace: Bool = false,
+                idleExit: Double? = nil, controller: @escaping @Sendable (ServiceName) -> AuthController) {
+        self.settings = settings
+        self.settingsFile = settingsFile
+        self.busAddress = busAddress
+        self.replace = replace
+        self.idleExit = idleExit
+        makeController = controller
+    }
+
+    /// The object path of a service's `Session1` object: each byte outside `[A-Za-z0-9]` is
+    /// written as `_` and two lower-case hex digits (`io.github.authctl` →
+    /// `…/services/io_2egithub_2eauthctl`).
+    public static func objectPath(of service: ServiceName) -> String {
+        var escaped = ""
+        for byte in service.rawValue.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                escaped.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                escaped += "_" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
+            }
+        }
+        return objectPath + "/services/" + escaped
+    }
+
+    func controller(for service: ServiceName) -> AuthController {
+        controllers.withLock { controllers in
+            if let controller = controllers[service] { return controller }
+            let controller = makeController(service)
+            controllers[service] = controller
+            return controller
+        }
+    }
+
+    /// What the run loop reacts to.
+    enum Trigger: Sendable {
+        /// Something may have changed: re-read every service.
+        case changed
+        /// A re-read finished.
+        case synced([ServiceName: Schedule])
+        /// A service's timer fired: its token is due for refresh, or its session ends.
+        case wake(ServiceName)
+        /// A background refresh finished (`retry`: it failed, try again later).
+        case refreshed(ServiceName, retry: Bool)
+        /// A method call arrived (`sender`) or one of ours ended.
+        case called(String)
+        case callEnded
+        /// A peer that had called left the bus.
+        case callerLeft(String)
+        case idleTimer
+        case nameAcquired, nameLost, busClosed, signalled
+    }
+
+    /// When a service needs the loop again: its token's refresh time and its session's end.
+    struct Schedule: Sendable, Equatable {
+        var refreshAt: UInt64?
+        var endsAt: UInt64?
+        var minValid: UInt64 = 60
+        var next: UInt64? { [refreshAt, endsAt].compactMap { $0 }.min() }
+    }
+
+    /// Serves until SIGINT/SIGTERM (from `signals`), a takeover, or idleness. Throws
+    /// ``AuthError/unavailable(_:detail:)`` when the name is taken (without `replace`) or the
+    /// bus goes away (SPEC §7.9).
+    public func run(signals: AsyncStream<ProcessSignal>) async throws(AuthError) -> Ending {
+        let bus = SessionBus.shared(address: busAddress)
+        let loop = MainLoopThread()
+        // Made on the loop's context, so that its `closed` notification arrives on the loop.
+        let connection = try loop.withContext { () throws(AuthError) in try bus.connection(timeout: 5) }
+        let (triggers, trigger) = AsyncStream<Trigger>.makeStream()
+        GDBus.connectionOnClosed(connection, GDBus.ClosedHandler { trigger.yield(.busClosed) })
+        loop.start()
+        let forwarding = Task {
+            for await _ in signals { trigger.yield(.signalled) }
+        }
+        defer { forwarding.cancel() }
+
+        let calls = CallCounter()
+        let exported = await loop.performAndWait { () -> Result<Exported, AuthError> in
+            Result { () throws(AuthError) in try self.export(on: connection, loop: loop, calls: calls, trigger: trigger) }
+        }
+        let objects: Exported
+        switch exported {
+        case .success(let value): objects = value
+        case .failure(let error):
+            loop.stop()
+            throw error
+        }
+
+        var state = RunState(idleExit: idleExit)
+        var ending: Result<Ending, AuthError> = .failure(.unavailable("the session bus went away"))
+        // Until the name is ours, only the name's outcome, the bus and signals matter.
+        loop: for await event in triggers {
+            switch event {
+            case .nameAcquired where !state.ownsName:
+                state.ownsName = true
+                startSync(&state, trigger: trigger)
+                rearmIdleTimer(&state, trigger: trigger)
+            case .nameLost:
+                if state.ownsName {
+                    state.ownsName = false
+                    ending = .success(.replaced)
+                } else {
+                    ending = .failure(.unavailable("\(Self.busName) is already owned on the session bus (another `authctl serve`?); stop it, or take the name over with `authctl serve --replace`"))
+                }
+                break loop
+            case .busClosed:
+                ending = .failure(.unavailable("the session bus went away; `authctl serve` stops (its D-Bus activation or systemd unit starts it again)"))
+                break loop
+            case .signalled:
+                ending = .success(.signalled)
+                break loop
+            case .changed where state.ownsName:
+                if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
+            case .synced(let schedules):
+                state.syncing = false
+                reschedule(&state, schedules, trigger: trigger)
+                if state.dirty { state.dirty = false; startSync(&state, trigger: trigger) }
+                rearmIdleTimer(&state, trigger: trigger)
+            case .wake(let service):
+                state.timers[service] = nil
+                if let schedule = state.schedules[service], let refreshAt = schedule.refreshAt, refreshAt <= Posix.wallClockMicroseconds(),
+                   !state.refreshing.contains(service) {
+                    state.refreshing.insert(service)
+                    startRefresh(service, minValid: schedule.minValid, trigger: trigger)
+                }
+                if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
+            case .refreshed(let service, let retry):
+                state.refreshing.remove(service)
+                if retry {
+                    let backoff = min(state.backoff[service, default: 2] * 2, 60)
+                    state.backoff[service] = backoff
+                    state.notBefore[service] = Posix.wallClockMicroseconds().addingClamped(UInt64(backoff * 1_000_000))
+                } else {
+                    state.backoff[service] = nil
+                    state.notBefore[service] = nil
+                }
+                if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
+            case .called(let sender):
+                state.lastActivity = .now
+                if !state.callers.contains(sender) && state.callers.count < 256 {
+                    state.callers.insert(sender)
+                    let vanished = GDBus.ClosedHandler { trigger.yield(.callerLeft(sender)) }
+                    loop.perform { objects.watchCaller(sender, connection: connection, vanished) }
+                }
+            case .callEnded:
+                state.lastActivity = .now
+                rearmIdleTimer(&state, trigger: trigger)
+            case .callerLeft(let sender):
+                state.callers.remove(sender)
+                loop.perform { objects.unwatchCaller(sender) }
+                state.lastActivity = .now
+                rearmIdleTimer(&state, trigger: trigger)
+            case .idleTimer:
+                if state.isIdle(calls: calls.count) {
+                    ending = .success(.idle)
+                    break loop
+                }
+                rearmIdleTimer(&state, trigger: trigger)
+            default:
+                break
+            }
+        }
+        await stop(objects, state: state, calls: calls, loop: loop, connection: connection)
+        return try ending.get()
+    }
+
+    // MARK: - Steps of the run loop
+
+    /// What ``run(signals:)`` keeps between triggers.
+    struct RunState {
+        let idleExit: Double?
+        var ownsName = false
+        var syncing = false
+        var dirty = false
+        var schedules: [ServiceName: Schedule] = [:]
+        var timers: [ServiceName: Task<Void, Never>] = [:]
+        var refreshing: Set<ServiceName> = []
+        var backoff: [ServiceName: Double] = [:]
+        var notBefore: [ServiceName: UInt64] = [:]
+        var callers: Set<String> = []
+        var lastActivity = ContinuousClock.now
+        var idleTimer: Task<Void, Never>?
+
+        init(idleExit: Double?) { self.idleExit = idleExit }
+
+        /// Idle: no call for `idleExit` seconds, none running, no caller still connected, and
+        /// no token to keep fresh.
+        func isIdle(calls: Int) -> Bool {
+            guard let idleExit else { return false }
+            return calls == 0 && callers.isEmpty && schedules.values.allSatisfy { $0.refreshAt == nil && $0.endsAt == nil }
+                && ContinuousClock.now - lastActivity >= .seconds(idleExit)
+        }
+    }
+
+    private func startSync(_ state: inout RunState, trigger: AsyncStream<Trigger>.Continuation) {
+        state.syncing = true
+        Task { trigger.yield(.synced(await self.syncAll())) }
+    }
+
+    private func reschedule(_ state: inout RunState, _ schedules: [ServiceName: Schedule], trigger: AsyncStream<Trigger>.Continuation) {
+        state.schedules = schedules
+        for (service, timer) in state.timers where schedules[service]?.next == nil {
+            timer.cancel()
+            state.timers[service] = nil
+        }
+        for (service, var schedule) in schedules {
+            // A refresh that failed is tried again after a pause, never in a tight loop.
+            if let refreshAt = schedule.refreshAt, let notBefore = state.notBefore[service] {
+                schedule.refreshAt = max(refreshAt, notBefore)
+            }
+            guard let next = schedule.next else { continue }
+            state.timers[service]?.cancel()
+            let delay = next > Posix.wallClockMicroseconds() ? next - Posix.wallClockMicroseconds() : 0
+            // A few milliseconds late rather than early: the session's end is judged by the clock.
+            state.timers[service] = Task {
+                try? await Task.sleep(for: .microseconds(Int64(clamping: delay) + 5_000))
+                if !Task.isCancelled { trigger.yield(.wake(service)) }
+            }
+        }
+    }
+
+    private func rearmIdleTimer(_ state: inout RunState, trigger: AsyncStream<Trigger>.Continuation) {
+        guard let idleExit = state.idleExit else { return }
+        state.idleTimer?.cancel()
+        let remaining = Duration.seconds(idleExit) - (ContinuousClock.now - state.lastActivity)
+        state.idleTimer = Task {
+            try? await Task.sleep(for: max(remaining, .milliseconds(10)))
+            if !Task.isCancelled { trigger.yield(.idleTimer) }
+        }
+    }
+
+    private func startRefresh(_ service: ServiceName, minValid: UInt64, trigger: AsyncStream<Trigger>.Continuation) {
+        let controller = controller(for: service)
+        Task {
+            var retry = false
+            do throws(AuthError) {
+                let token = try await controller.accessToken(minValid: minValid)
+                // A still-valid token handed out because the server could not be reached.
+                retry = !token.warnings.isEmpty
+            } catch {
+                // A refused refresh token ended the session (its event is out); anything else
+                // is tried again later.
+                if case .denied = error {} else if case .notSignedIn = error {} else { retry = true }
+            }
+            trigger.yield(.refreshed(service, retry: retry))
+        }
+    }
+
+    // MARK: - Re-reading the state
+
+    /// Ends sessions that are over, then reads every service's state into its object.
+    /// Returns when each needs the loop again.
+    private func syncAll() async -> [ServiceName: Schedule] {
+        guard let objects = exportedObjects.withLock({ $0 }) else { return [:] }
+        let services = (try? settings.services()) ?? []
+        var schedules: [ServiceName: Schedule] = [:]
+        var properties: [ServiceName: BusObjects.SessionProperties] = [:]
+        for service in services {
+            let controller = controller(for: service)
+            // A removed item or an expired refresh token: the event goes out now.
+            _ = try? controller.endSessionIfOver()
+            guard let status = try? controller.status(), let record = try? controller.intactRecord() else { continue }
+            properties[service] = Self.properties(status)
+            schedules[service] = Self.schedule(status, record)
+        }
+        let shown = properties
+        await objects.loop.performAndWait { objects.show(shown) }
+        return schedules
+    }
+
+    static func properties(_ status: LoginStatus) -> BusObjects.SessionProperties {
+        BusObjects.SessionProperties(
+            service: status.service.rawValue, signedIn: status.isSignedIn, user: status.user?.rawValue ?? "",
+            name: status.isSignedIn ? status.name ?? "" : "",
+            signedInAt: status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) ?? 0, sequence: status.sequence,
+            server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt ?? 0,
+            refreshTokenExpiresAt: status.refreshTokenExpiresAt ?? 0)
+    }
+
+    /// A signed-in bound service's access token is refreshed at about 80% of its lifetime (a
+    /// minute before its expiry when the lifetime is unknown); its session ends at the refresh
+    /// token's expiry.
+    static func schedule(_ status: LoginStatus, _ record: SessionRecord) -> Schedule {
+        guard status.isSignedIn, status.server != nil, let times = record.tokenTimes else { return Schedule() }
+        var schedule = Schedule(endsAt: times.refreshExpiresAt)
+        if let expiresAt = times.accessExpiresAt {
+            if let lifetime = times.accessLifetime, lifetime > 0 {
+                schedule.refreshAt = expiresAt - min(expiresAt, lifetime.multipliedClamped(by: 200_000))
+                // `token`'s threshold is capped at half the lifetime: at 80% the token is due.
+                schedule.minValid = lifetime
+            } else {
+                schedule.refreshAt = expiresAt - min(expiresAt, 60_000_000)
+            }
+        }
+        return schedule
+    }
+
+    // MARK: - Exporting
+
+    private let exportedObjects = Mutex<Exported?>(nil)
+
+    /// The objects on the bus. Touched on the loop's thread only, except ``loop``.
+    final class Exported: @unchecked Sendable {
+        // Sendable: every member but `loop` is used on the loop's thread only (through
+        // `MainLoopThread.perform`), where GDBus wants them.
+        let loop: MainLoopThread
+        let controllerObject: BusObjects.ControllerObject
+        let manager: BusObjects.ObjectManager
+        var sessions: [ServiceName: BusObjects.SessionObject] = [:]
+        var subscriptions: [UInt32] = []
+        var filter: UInt32 = 0
+        var fileWatch: BusObjects.FileWatch?
+        var nameOwner: UInt32 = 0
+        var callerWatches: [String: UInt32] = [:]
+
+        init(loop: MainLoopThread, controllerObject: BusObjects.ControllerObject, manager: BusObjects.ObjectManager) {
+            self.loop = loop
+            self.controllerObject = controllerObject
+            self.manager = manager
+        }
+
+        /// Exports new services' objects (the manager announces them), updates the others
+        /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
+        /// whose settings group is gone.
+        func show(_ properties: [ServiceName: BusObjects.SessionProperties]) {
+            for (service, object) in sessions where properties[service] == nil {
+                manager.unexport(object)
+                sessions[service] = nil
+            }
+            for (service, values) in properties {
+                if let object = sessions[service] {
+                    object.update(values)
+                } else {
+                    let object = BusObjects.SessionObject(path: LoginService.objectPath(of: service))
+                    object.update(values)
+                    manager.export(object)
+                    sessions[service] = object
+                }
+            }
+        }
+
+        func watchCaller(_ sender: String, connection: GDBus.Connection, _ vanished: GDBus.ClosedHandler) {
+            callerWatches[sender] = BusObjects.watchPeer(connection, sender, vanished: vanished)
+        }
+
+        func unwatchCaller(_ sender: String) {
+            if let id = callerWatches.removeValue(forKey: sender) { BusObjects.unwatchPeer(id) }
+        }
+    }
+
+    /// On the loop's thread: exports the objects, subscribes to what may change the state,
+    /// and asks for the name (its outcome arrives as a trigger).
+    private func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: CallCounter,
+                        trigger: AsyncStream<Trigger>.Continuation) throws(AuthError) -> Exported {
+        let handlers = BusObjects.MethodHandlers(
+            getStatus: { invocation, service in
+                self.answer(invocation, service, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                    invocation.returnStatus(Self.statusFields(try controller.status()))
+                }
+            },
+            listAccounts: { invocation, service in
+                self.answer(invocation, service, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                    invocation.returnAccounts(try controller.accounts().map(\.id.rawValue))
+                }
+            },
+            getToken: { invocation, service, minValid in
+                self.answer(invocation, service, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                    let token = try await controller.accessToken(minValid: UInt64(minValid))
+                    invocation.returnToken(token.token, expiresAt: token.expiresAt ?? 0)
+                }
+            },
+            signOut: { invocation, service in
+                self.answer(invocation, service, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                    try await controller.signOut(keepingCredentials: false)
+                    invocation.returnNothing()
+                }
+            })
+        let controllerObject = BusObjects.ControllerObject(handlers)
+        do throws(GLibError) {
+            try controllerObject.export(on: connection, at: Self.objectPath)
+        } catch {
+            throw .unavailable("cannot export \(Self.objectPath) on the session bus: \(error.message)")
+        }
+        let objects = Exported(loop: loop, controllerObject: controllerObject,
+                               manager: BusObjects.ObjectManager(path: Self.objectPath))
+        objects.manager.setConnection(connection)
+        let changed = GDBus.SignalHandler { _ in trigger.yield(.changed) }
+        objects.subscriptions = [
+            BusObjects.subscribe(connection, interface: DBusBroadcaster.interface, path: DBusBroadcaster.objectPath, changed),
+            BusObjects.subscribe(connection, interface: "org.freedesktop.Secret.Collection", changed),
+        ]
+        if let settingsFile {
+            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, BusObjects.ChangeHandler { trigger.yield(.changed) })
+        }
+        objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
+        exportedObjects.withLock { $0 = objects }
+        objects.nameOwner = BusObjects.ownName(connection, Self.busName, replace: replace, BusObjects.NameHandler(
+            acquired: { trigger.yield(.nameAcquired) }, lost: { trigger.yield(.nameLost) }))
+        return objects
+    }
+
+    /// Runs one method call in a task of its own and answers it: its result, or the D-Bus error
+    /// of its failure's family.
+    private func answer(_ invocation: BusObjects.Invocation, _ service: String, calls: CallCounter,
+                        trigger: AsyncStream<Trigger>.Continuation,
+                        _ body: @escaping @Sendable (AuthController) async throws(AuthError) -> Void) {
+        calls.begin()
+        Task {
+            do throws(AuthError) {
+                try await body(self.controller(for: try ServiceName(validating: service)))
+            } catch {
+                invocation.returnError(name: error.dbusErrorName, message: error.message)
+            }
+            calls.end()
+            trigger.yield(.callEnded)
+            // A sign-out or a refresh changed the state: the objects show it now, not only
+            // after the signal or the file watch.
+            trigger.yield(.changed)
+        }
+    }
+
+    /// `GetStatus`'s fields: those of `status --json`, times in µs, null fields left out.
+    static func statusFields(_ status: LoginStatus) -> [(String, GDBus.Value)] {
+        var fields: [(String, GDBus.Value)] = [("service", .string(status.service.rawValue)), ("signedIn", .boolean(status.isSignedIn))]
+        if let user = status.user {
+            fields.append(("user", .string(user.rawValue)))
+            fields.append(("name", .string(status.name ?? "")))
+        }
+        if let signedInAt = status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)), status.isSignedIn {
+            fields.append(("signedInAt", .uint64(signedInAt)))
+        }
+        fields.append(("sequence", .uint64(status.sequence)))
+        fields.append(("keyringLocked", .boolean(status.keyringLocked)))
+        if let avatar = status.avatarURL { fields.append(("avatarURL", .string(avatar))) }
+        if let server = status.server { fields.append(("server", .string(server.rawValue))) }
+        if let expiry = status.accessTokenExpiresAt { fields.append(("accessTokenExpiresAt", .uint64(expiry))) }
+        if let expiry = status.refreshTokenExpiresAt { fields.append(("refreshTokenExpiresAt", .uint64(expiry))) }
+        return fields
+    }
+
+    // MARK: - Stopping
+
+    /// Releases the name first — from then on a call to it starts a new `serve` — then answers
+    /// the calls that reached this one, and leaves the bus tidy.
+    private func stop(_ objects: Exported, state: RunState, calls: CallCounter, loop: MainLoopThread,
+                      connection: GDBus.Connection) async {
+        state.idleTimer?.cancel()
+        for timer in state.timers.values { timer.cancel() }
+        let owner = await loop.performAndWait { () -> UInt32 in defer { objects.nameOwner = 0 }; return objects.nameOwner }
+        if owner != 0 { BusObjects.unownName(owner) }
+        // Calls routed here before the name was released are dispatched on the loop by now.
+        await loop.performAndWait {}
+        await calls.drained(within: .seconds(30))
+        await loop.performAndWait {
+            for id in objects.subscriptions { GDBus.connectionSignalUnsubscribe(connection, id) }
+            for id in objects.callerWatches.values { BusObjects.unwatchPeer(id) }
+            objects.fileWatch?.cancel()
+            objects.controllerObject.unexport()
+            objects.manager.setConnection(nil)
+            GDBus.connectionRemoveFilter(connection, objects.filter)
+        }
+        try? GDBus.connectionFlush(connection, Deadline(seconds: 2))
+        exportedObjects.withLock { $0 = nil }
+        loop.stop()
+    }
+}
+
+/// The method calls being answered, so that stopping waits for them.
+final class CallCounter: Sendable {
+    private let running = Mutex(0)
+
+    var count: Int { running.withLock { $0 } }
+    func begin() { running.withLock { $0 += 1 } }
+    func end() { running.withLock { $0 -= 1 } }
+
+    /// Returns when no call is running, or after `limit`.
+    func drained(within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while count > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+extension AuthError {
+    /// The D-Bus error of this failure's family (SPEC §11), one per exit code family.
+    public var dbusErrorName: String {
+        switch self {
+        case .notSignedIn: "io.github.authctl.Error.NotSignedIn"
+        case .usage, .invalidInput: "io.github.authctl.Error.InvalidInput"
+        case .unavailable: "io.github.authctl.Error.Unavailable"
+        case .temporaryFailure: "io.github.authctl.Error.Timeout"
+        case .denied: "io.github.authctl.Error.Denied"
+        case .protocolError: "io.github.authctl.Error.Protocol"
+        case .settingsUnsafe: "io.github.authctl.Error.SettingsUnsafe"
+        case .settingsIO: "io.github.authctl.Error.SettingsIO"
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import ArgumentParser
+import AuthController
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the login state on the session bus as io.github.authctl (D-Bus activated).",
+        discussion: """
+            Exports io.github.authctl.AuthController1 (GetStatus, ListAccounts, GetToken, SignOut) at \
+            /io/github/authctl/AuthController1, with an io.github.authctl.Session1 object per service \
+            whose properties follow every change, and an ObjectManager listing them. Refreshes the \
+            tokens of signed-in services bound to a token server before they expire, and ends a \
+            session when its refresh token expires or its keyring item is removed. No other \
+            command needs it.
+            Exit status: 0 on SIGINT/SIGTERM, when another serve --replace takes the name over, or \
+            after --idle-exit; 69 when the name is taken or the session bus goes away.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Take the name over from a running `authctl serve`, which then exits 0.")
+    var replace = false
+
+    @Option(help: ArgumentHelp("Exit after this many seconds with no call, no caller still connected and no token to refresh.",
+                               valueName: "seconds"))
+    var idleExit: Double?
+
+    func validate() throws {
+        if let idleExit, !(idleExit > 0 && idleExit <= 315_360_000) {
+            throw ValidationError("--idle-exit takes a number of seconds greater than 0 and at most 315360000 (ten years)")
+        }
+    }
+
+    func run() async throws {
+        // Started by D-Bus activation, serve the bus that started it (GIO's "starter" bus).
+        let busAddress = ProcessEnvironment.value("DBUS_STARTER_BUS_TYPE") == "session"
+            ? ProcessEnvironment.value("DBUS_STARTER_ADDRESS") : nil
+        let settings = KeyFileSettingsStore(directory: GlobalOptions.settingsDirectory())
+        let global = self.global
+        let service = LoginService(settings: settings, settingsFile: settings.filePath, busAddress: busAddress,
+                                   replace: replace, idleExit: idleExit) { service in
+            global.makeController(service: service, busAddress: busAddress)
+        }
+        _ = try await service.run(signals: ProcessSignal.deliveries(of: [.interrupt, .terminate]))
+    }
+}
