@@ -65,3 +65,19 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 }
+
+extension String {
+    /// The text with every control character (U+0000–U+001F, U+007F–U+009F) written as
+    /// `\u{…}`, so that no input can break a one-line message or a terminal.
+    public var controlCharactersEscaped: String {
+        var result = ""
+        for scalar in unicodeScalars {
+            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+                result += "\\u{" + String(scalar.value, radix: 16) + "}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}

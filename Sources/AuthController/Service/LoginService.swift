@@ -467,7 +467,7 @@ public final class LoginService: Sendable {
             do throws(AuthError) {
                 try await body(self.controller(for: try ServiceName(validating: service)))
             } catch {
-                invocation.returnError(name: error.dbusErrorName, message: error.message)
+                invocation.returnError(name: error.dbusErrorName, message: error.message.controlCharactersEscaped)
             }
             calls.end()
             trigger.yield(.callEnded)
