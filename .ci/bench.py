@@ -84,6 +84,56 @@ def latency(events=100):
     return statistics.median(samples) * 1000, samples[int(len(samples) * 0.95) - 1] * 1000
 
 
+def process_figures(pid):
+    """(CPU seconds used so far, resident set in KiB) of a running process, from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{pid}/status") as status:
+        rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    return cpu, rss
+
+
+def serve_figures(url, idle_seconds=int(os.environ.get("BENCH_IDLE_SECONDS", "60")), changes=1000):
+    """`authctl serve`: CPU while idle (beside gnome-keyring-daemon over the same time), and its
+    resident set before and after `changes` login changes and as many GetStatus calls."""
+    serve = subprocess.Popen([AUTHCTL, "serve"], env=ENV, stderr=subprocess.PIPE)
+    get_status = ["dbus-send", "--session", "--print-reply", "--dest=io.github.authctl", "/io/github/authctl/AuthController1",
+                  "io.github.authctl.AuthController1.GetStatus", f"string:{SERVICE}"]
+    deadline = time.monotonic() + 10
+    while subprocess.run(get_status, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
+        if time.monotonic() > deadline:
+            sys.exit("authctl serve did not answer within 10 s: " + serve.stderr.read1().decode())
+        time.sleep(0.05)
+    keyring_pid = int(subprocess.run(["pgrep", "-n", "-f", "gnome-keyring-daemon"], capture_output=True, text=True).stdout.split()[0])
+    serve_before, keyring_before = process_figures(serve.pid)[0], process_figures(keyring_pid)[0]
+    time.sleep(idle_seconds)
+    serve_idle = (process_figures(serve.pid)[0] - serve_before) / idle_seconds * 100
+    keyring_idle = (process_figures(keyring_pid)[0] - keyring_before) / idle_seconds * 100
+    # Changes on a service bound to the token server: no Argon2, so 1,000 take under a minute.
+    remote = dict(ENV, AUTHCTL_SERVICE="bench-remote")
+    def change(index):
+        if index % 2 == 0:
+            subprocess.run([AUTHCTL, "sign-out", "--keep-credentials"], env=remote, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        else:
+            subprocess.run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], input=b"pw", env=remote, check=True,
+                           stdout=subprocess.DEVNULL)
+    for index in range(100):  # warm up: the first objects, caches and pools
+        change(index)
+        subprocess.run(get_status, stdout=subprocess.DEVNULL, check=True)
+    rss_before = process_figures(serve.pid)[1]
+    for index in range(changes):
+        change(index)
+        subprocess.run(get_status, stdout=subprocess.DEVNULL, check=True)
+    rss_after = process_figures(serve.pid)[1]
+    get_status_row = compare("GetStatus of `authctl serve` (`dbus-send`) vs `authctl status --json`",
+                             lambda: run(get_status)[0], lambda: run([AUTHCTL, "status", "--json"])[0])
+    serve.terminate()
+    serve.wait(timeout=10)
+    return serve_idle, keyring_idle, idle_seconds, rss_before, rss_after, changes, get_status_row
+
+
 def main():
     # One enrolled account, signed in, as the item everybody looks up.
     run([AUTHCTL, "sign-in", ACCOUNT, "--name", "Bench", "--password-stdin"], stdin=PASSWORD)
@@ -130,6 +180,8 @@ urllib.request.urlopen(urllib.request.Request({url.replace('/oauth/token', '/_co
                 lambda: run([PYTHON, "-c", "import secretstorage; c = secretstorage.get_default_collection(secretstorage.dbus_init());"
                                            " [i.get_attributes()['account'] for i in c.search_items({'service': 'bulk'})]"])[0]),
     ]
+    serve_idle, keyring_idle, idle_seconds, serve_rss_before, serve_rss_after, changes, get_status_row = serve_figures(url)
+    rows.append(get_status_row)
     server.stdin.close()
     run([AUTHCTL, "sign-in", ACCOUNT, "--password-stdin"], stdin=PASSWORD)
     median_latency, p95_latency = latency()
@@ -163,6 +215,10 @@ print(int(checks / (time.perf_counter() - start)))
     print("\n| peak memory (max RSS) | |\n|---|---:|")
     for name, kib in rss.items():
         print(f"| `{name}` | {kib / 1024:.1f} MiB |")
+    print(f"\n| `authctl serve` | |\n|---|---:|")
+    print(f"| CPU while idle for {idle_seconds} s (`gnome-keyring-daemon` over the same time: {keyring_idle:.2f} %) | {serve_idle:.2f} % |")
+    print(f"| resident set after 100 changes and GetStatus calls → after {changes} more | "
+          f"{serve_rss_before / 1024:.1f} → {serve_rss_after / 1024:.1f} MiB |")
     print("\n| in-process `isSignedIn` checks per second, warm connection | |\n|---|---:|")
     print(f"| AuthController (Swift) | {in_process} |")
     print(f"| Python `secretstorage` search loop | {python_loop} |")
