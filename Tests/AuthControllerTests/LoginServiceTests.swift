@@ -1,0 +1,96 @@
+@testable import AuthController
+import AuthControllerTesting
+import Testing
+
+@Suite("serve: object paths, schedules, status fields, errors (SPEC §11)")
+struct LoginServiceTests {
+    @Test("a service's object path writes each byte outside [A-Za-z0-9] as _ and two lower-case hex digits",
+          arguments: [("io.github.authctl", "io_2egithub_2eauthctl"), ("a-b_c", "a_2db_5fc"), ("Corp9", "Corp9"), ("x.Y-", "x_2eY_2d")])
+    func objectPath(service: String, escaped: String) throws {
+        #expect(LoginService.objectPath(of: try ServiceName(validating: service)) == "/io/github/authctl/AuthController1/services/" + escaped)
+    }
+
+    @Test("a signed-in bound service is refreshed at 80% of the access lifetime and ends at the refresh token's expiry")
+    func schedule() async throws {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        let status = try fixture.controller.status()
+        let schedule = LoginService.schedule(status, try fixture.controller.intactRecord())
+        let accessExpiry = try #require(status.accessTokenExpiresAt)
+        #expect(schedule.refreshAt == accessExpiry - 60_000_000)  // 20% of 300 s before the expiry
+        #expect(schedule.endsAt == status.refreshTokenExpiresAt && schedule.minValid == 300)
+        #expect(schedule.next == schedule.refreshAt)
+        // At that moment `token` with that threshold refreshes: the token is due.
+        fixture.clock.advance(seconds: 241)
+        let requests = fixture.refreshes
+        _ = try await fixture.controller.accessToken(minValid: schedule.minValid)
+        #expect(fixture.refreshes == requests + 1)
+    }
+
+    @Test("nothing is scheduled for a signed-out or local service")
+    func nothingScheduled() async throws {
+        let fixture = try BoundFixture()
+        #expect(LoginService.schedule(try fixture.controller.status(), try fixture.controller.intactRecord()).next == nil)
+        try await fixture.signIn()
+        _ = try await fixture.controller.signOut(keepingCredentials: false)
+        #expect(LoginService.schedule(try fixture.controller.status(), try fixture.controller.intactRecord()).next == nil)
+    }
+
+    @Test("GetStatus has the fields of status --json, times in µs, null fields left out")
+    func statusFields() async throws {
+        let fixture = try BoundFixture()
+        let signedOut = LoginService.statusFields(try fixture.controller.status()).map(\.0)
+        #expect(signedOut == ["service", "signedIn", "sequence", "keyringLocked"])
+        try await fixture.signIn()
+        let fields = Dictionary(uniqueKeysWithValues: LoginService.statusFields(try fixture.controller.status()))
+        #expect(fields["signedIn"] == .boolean(true) && fields["user"] == .string("alice@example.org") && fields["name"] == .string("A"))
+        #expect(fields["server"] == .string("https://auth.test/token") && fields["sequence"] == .uint64(1))
+        #expect(fields["accessTokenExpiresAt"] == .uint64(fixture.clock.read() + 300_000_000))
+        // signed-in-at is stored to the second.
+        #expect(fields["signedInAt"] == .uint64(fixture.clock.read() / 1_000_000 * 1_000_000))
+        if case .string(let avatar)? = fields["avatarURL"] { #expect(avatar.hasPrefix("https://www.gravatar.com/avatar/")) } else { Issue.record("no avatarURL") }
+    }
+
+    @Test("each exit-code family has its D-Bus error",
+          arguments: [(AuthError.notSignedIn("x"), "NotSignedIn"), (.usage("x"), "InvalidInput"), (.invalidInput("x"), "InvalidInput"),
+                      (.unavailable("x"), "Unavailable"), (.settingsIO("x"), "SettingsIO"), (.temporaryFailure("x"), "Timeout"),
+                      (.protocolError("x"), "Protocol"), (.denied("x"), "Denied"), (.settingsUnsafe("x"), "SettingsUnsafe")])
+    func errorNames(error: AuthError, name: String) {
+        #expect(error.dbusErrorName == "io.github.authctl.Error." + name)
+    }
+}
+
+@Suite("Ending a session that is over (SPEC §11)")
+struct EndSessionTests {
+    @Test("nothing to end: no event, nothing written")
+    func nothing() async throws {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        let saves = fixture.settings.saveCount
+        #expect(try fixture.controller.endSessionIfOver().events.isEmpty)
+        #expect(fixture.settings.saveCount == saves && fixture.trail == ["signed-in alice@example.org sign-in"])
+    }
+
+    @Test("a refresh token past its expiry: one expired event, the tokens deleted, without asking the server")
+    func expired() async throws {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        fixture.clock.advance(seconds: 3_601)
+        let requests = fixture.server.requests.count
+        #expect(try fixture.controller.endSessionIfOver().events.map(\.reason) == [.expired])
+        #expect(fixture.server.requests.count == requests)
+        #expect(try fixture.keyring.containsItem(ItemKey(service: fixture.service, account: fixture.alice, server: fixture.binding.server)) == false)
+        #expect(try fixture.controller.status().user == nil && fixture.trail.last == "signed-out alice@example.org expired")
+        #expect(try fixture.controller.endSessionIfOver().events.isEmpty)  // once
+    }
+
+    @Test("an item removed behind authctl's back: one removed event")
+    func removed() async throws {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        _ = try fixture.keyring.deleteItem(ItemKey(service: fixture.service, account: fixture.alice, server: fixture.binding.server))
+        #expect(try fixture.controller.endSessionIfOver().events.map(\.reason) == [.removed])
+        #expect(fixture.trail.last == "signed-out alice@example.org removed")
+        #expect(try fixture.controller.binding() == fixture.binding)  // the binding stays
+    }
+}
