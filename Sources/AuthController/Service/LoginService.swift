@@ -154,7 +154,10 @@ public final class LoginService: Sendable {
                 startSync(&state, trigger: trigger)
                 rearmIdleTimer(&state, trigger: trigger)
             case .nameLost:
-                if state.ownsName {
+                // GDBus also reports the name lost when the bus goes away.
+                if GDBus.connectionIsClosed(connection) {
+                    ending = .failure(Self.busGone)
+                } else if state.ownsName {
                     state.ownsName = false
                     ending = .success(.replaced)
                 } else {
@@ -162,7 +165,7 @@ public final class LoginService: Sendable {
                 }
                 break loop
             case .busClosed:
-                ending = .failure(.unavailable("the session bus went away; `authctl serve` stops (its D-Bus activation or systemd unit starts it again)"))
+                ending = .failure(Self.busGone)
                 break loop
             case .signalled:
                 ending = .success(.signalled)
@@ -189,8 +192,10 @@ public final class LoginService: Sendable {
                     state.backoff[service] = backoff
                     state.notBefore[service] = Posix.wallClockMicroseconds().addingClamped(UInt64(backoff * 1_000_000))
                 } else {
+                    // However short the lifetime a server grants, at most one background
+                    // refresh a second.
                     state.backoff[service] = nil
-                    state.notBefore[service] = nil
+                    state.notBefore[service] = Posix.wallClockMicroseconds().addingClamped(1_000_000)
                 }
                 if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
             case .called(let sender):
@@ -221,6 +226,8 @@ public final class LoginService: Sendable {
         await stop(objects, state: state, calls: calls, loop: loop, connection: connection)
         return try ending.get()
     }
+
+    static let busGone = AuthError.unavailable("the session bus went away; `authctl serve` stops (D-Bus activation or its systemd unit starts it again)")
 
     // MARK: - Steps of the run loop
 
