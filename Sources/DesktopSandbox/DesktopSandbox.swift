@@ -58,12 +58,15 @@ public final class DesktopSandbox: Sendable {
     ///     or `/tmp`); its path must leave room for the bus socket (108 bytes in all).
     ///   - searchPath: the folders to find the daemons in (the caller's `PATH`).
     ///   - keepingDirectory: keep the directory when the sandbox stops (or its process dies).
+    ///   - serviceDirectories: folders of D-Bus activation files (`…/share/dbus-1/services`)
+    ///     whose services the bus starts on demand; none by default, so nothing outside the
+    ///     sandbox is ever started.
     /// - Throws: ``AuthError/unavailable(_:detail:)`` when a daemon is missing, the directory
     ///   cannot be made, or a daemon does not come up within `startupTimeout` seconds. A
     ///   sandbox that fails to start leaves nothing behind.
     public static func start(keyring startKeyring: Bool = true, startupTimeout: Double = 5,
                              temporaryDirectory: String? = nil, searchPath: String? = nil,
-                             keepingDirectory: Bool = false) async throws(AuthError) -> DesktopSandbox {
+                             keepingDirectory: Bool = false, serviceDirectories: [String] = []) async throws(AuthError) -> DesktopSandbox {
         let giveUp = ContinuousClock.now + .milliseconds(Int(startupTimeout * 1000))
         let folders = searchPath ?? "/usr/local/bin:/usr/bin:/bin"
         let dbusDaemon = try executable("dbus-daemon", package: "dbus-daemon", searchPath: folders)
@@ -87,7 +90,7 @@ public final class DesktopSandbox: Sendable {
             do {
                 let file = try FileDescriptor.open(FilePath(configuration), .writeOnly, options: [.create, .exclusiveCreate, .closeOnExec],
                                                    permissions: [.ownerReadWrite])
-                try file.closeAfter { _ = try file.writeAll(Array(busConfiguration(directory: directory).utf8)) }
+                try file.closeAfter { _ = try file.writeAll(Array(busConfiguration(directory: directory, serviceDirectories: serviceDirectories).utf8)) }
             } catch {
                 throw .unavailable("cannot write the sandbox bus configuration in \(directory): \(error)")
             }
@@ -261,8 +264,9 @@ public final class DesktopSandbox: Sendable {
         }
     }
 
-    private static func busConfiguration(directory: String) -> String {
-        """
+    private static func busConfiguration(directory: String, serviceDirectories: [String]) -> String {
+        let services = serviceDirectories.map { "  <servicedir>\(xmlEscaped($0))</servicedir>\n" }.joined()
+        return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
@@ -274,9 +278,22 @@ public final class DesktopSandbox: Sendable {
             <allow eavesdrop="true"/>
             <allow own="*"/>
           </policy>
-        </busconfig>
+        \(services)</busconfig>
 
         """
+    }
+
+    private static func xmlEscaped(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 
     /// Polls `ready` until it holds; fails when a daemon exits or the deadline passes.

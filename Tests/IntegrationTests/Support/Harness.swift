@@ -29,10 +29,11 @@ enum SharedSandbox {
 
 extension DesktopSandbox {
     /// Starts a sandbox with this process's `TMPDIR` and `PATH`.
-    static func started(keyring: Bool = true, startupTimeout: Double = 5) async throws -> DesktopSandbox {
+    static func started(keyring: Bool = true, startupTimeout: Double = 5, serviceDirectories: [String] = []) async throws -> DesktopSandbox {
         let variables = ProcessInfo.processInfo.environment
         return try await DesktopSandbox.start(keyring: keyring, startupTimeout: startupTimeout,
-                                              temporaryDirectory: variables["TMPDIR"], searchPath: variables["PATH"])
+                                              temporaryDirectory: variables["TMPDIR"], searchPath: variables["PATH"],
+                                              serviceDirectories: serviceDirectories)
     }
 
     /// ``stop()`` for a test's `defer`, which cannot wait: the sandbox stops in the background.
