@@ -28,9 +28,10 @@ struct InstallTests {
         }
     }
 
-    @Test("the activation file and the unit start $(PREFIX)/bin/authctl serve, never a DESTDIR path")
-    func installedPath() async throws {
-        let installation = try await Installation.installed()
+    @Test("the activation file and the unit start $(PREFIX)/bin/authctl serve, never a DESTDIR path",
+          arguments: [Installation.Layout.staged(prefix: nil), .staged(prefix: "/usr"), .direct])
+    func installedPath(layout: Installation.Layout) async throws {
+        let installation = try await Installation.installed(layout)
         defer { installation.remove() }
         let activation = try String(contentsOfFile: installation.root + "/share/dbus-1/services/io.github.authctl.service", encoding: .utf8)
         #expect(activation.split(separator: "\n") == ["[D-BUS Service]", "Name=io.github.authctl",
@@ -41,8 +42,8 @@ struct InstallTests {
         #expect(settings.contains("Type=dbus") && settings.contains("BusName=io.github.authctl"), "\(unit)")
         for file in try installation.files() where file != "bin/authctl" {
             let text = try String(contentsOfFile: installation.root + "/" + file, encoding: .utf8)
-            #expect(!text.contains(installation.destdir), "\(file) names the staging directory")
-            #expect(!text.contains("/usr/local/bin"), "\(file) names the default prefix")
+            if !installation.destdir.isEmpty { #expect(!text.contains(installation.destdir), "\(file) names the staging directory") }
+            if installation.prefix != "/usr/local" { #expect(!text.contains("/usr/local/bin"), "\(file) names the default prefix") }
         }
     }
 
@@ -132,7 +133,7 @@ struct InstallTests {
     /// Installed without DESTDIR, so the unit's ExecStart and Documentation name files that exist.
     @Test("systemd accepts the installed user unit (systemd-analyze verify)")
     func unitVerifies() async throws {
-        let installation = try await Installation.installed(staged: false)
+        let installation = try await Installation.installed(.direct)
         defer { installation.remove() }
         let runtime = installation.directory + "/runtime"
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -144,9 +145,10 @@ struct InstallTests {
         #expect(run.status == 0 && run.stderr.isEmpty, "\(run)")
     }
 
-    @Test("make uninstall removes every installed file and nothing else")
-    func uninstall() async throws {
-        let installation = try await Installation.installed()
+    @Test("make uninstall removes every installed file and nothing else",
+          arguments: [Installation.Layout.staged(prefix: nil), .staged(prefix: "/usr"), .direct])
+    func uninstall(layout: Installation.Layout) async throws {
+        let installation = try await Installation.installed(layout)
         defer { installation.remove() }
         // Files of other programs in the same folders stay.
         let others = ["share/man/man1/other.1", "share/dbus-1/services/org.example.Other.service", "bin/other"]
@@ -173,22 +175,43 @@ struct Installation {
     /// Where the files are: `$(DESTDIR)$(PREFIX)`.
     var root: String { destdir + prefix }
 
-    /// Installs with a staging `DESTDIR` and a `PREFIX` that does not exist outside it, or (`staged:
-    /// false`) straight into a prefix inside the temporary directory.
-    static func installed(staged: Bool = true) async throws -> Installation {
+    /// Where a test installs: staged in a `DESTDIR` (with a `PREFIX`, or make's default when `nil`), or
+    /// straight into a `PREFIX` inside the temporary directory.
+    enum Layout: CustomTestStringConvertible {
+        case staged(prefix: String?)
+        case direct
+
+        var testDescription: String {
+            switch self {
+            case .staged(let prefix?): "PREFIX=\(prefix) DESTDIR=…"
+            case .staged(nil): "DESTDIR=…"
+            case .direct: "PREFIX=…"
+            }
+        }
+    }
+
+    /// Whether `make` is given `PREFIX` (or uses its default, /usr/local).
+    let explicitPrefix: Bool
+
+    static func installed(_ layout: Layout = .staged(prefix: "/opt/authctl-test")) async throws -> Installation {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-install-" + UUID().uuidString).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let installation = staged ? Installation(directory: directory, destdir: directory + "/stage", prefix: "/opt/authctl-test")
-                                  : Installation(directory: directory, destdir: "", prefix: directory + "/prefix")
+        let installation = switch layout {
+        case .staged(let prefix):
+            Installation(directory: directory, destdir: directory + "/stage", prefix: prefix ?? "/usr/local", explicitPrefix: prefix != nil)
+        case .direct:
+            Installation(directory: directory, destdir: "", prefix: directory + "/prefix", explicitPrefix: true)
+        }
         let run = try await installation.make("install")
         try #require(run.status == 0, "make install: \(run)")
         return installation
     }
 
-    /// Runs `make TARGET PREFIX=… DESTDIR=…` in the package, without building (see the type's comment).
+    /// Runs `make TARGET [PREFIX=…] DESTDIR=…` in the package, without building (see the suite's comment).
     func make(_ target: String) async throws -> Run {
         try await runProcess(try which("make", package: "make"),
-                             ["-C", Self.packageDirectory, "-o", "build", "-o", "manual-tool", target, "PREFIX=" + prefix, "DESTDIR=" + destdir],
+                             ["-C", Self.packageDirectory, "-o", "build", "-o", "manual-tool", target, "DESTDIR=" + destdir]
+                                + (explicitPrefix ? ["PREFIX=" + prefix] : []),
                              input: nil, environment: Self.environment(), timeout: 120)
     }
 
