@@ -1,17 +1,29 @@
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test deps build bench
+.PHONY: demo test deps build bench manual-tool install-prerequisites install uninstall
 
 demo: deps
 	swift build
 	.ci/demo
 
-test: deps
+# The install test (Tests/IntegrationTests/InstallTests.swift) runs `make install`, and `swift test`
+# holds the lock on .build/ for its whole run: a `swift build` started from inside it would wait for
+# ever. So the release binary and the manual generator are built here, before the tests, and the
+# test runs the recipes alone, with the two targets that run `swift build` taken as done
+# (`make -o build -o manual-tool install`, and the same for `uninstall`).
+test: deps install-prerequisites
 	swift test
 
 # The fast build: release, with the Swift runtime linked in (it halves start-up time); Package.swift
-# adds the release link settings (lld, packed relocations, stripped, static libstdc++).
+# adds the release link settings (lld, packed relocations, stripped, static libstdc++). Only the
+# product: the TestSupport target imports Testing, which a release build of every target lacks.
+RELEASE_FLAGS = -c release --static-swift-stdlib
 build: deps
-	swift build -c release --static-swift-stdlib
+	swift build $(RELEASE_FLAGS) --product authctl
+
+# swift-argument-parser's manual generator (the tool behind its GenerateManual plugin), built with
+# the same flags as the binary so the two builds share .build/release and never rebuild each other.
+manual-tool: deps
+	swift build $(RELEASE_FLAGS) --product generate-manual
 
 deps:
 	.ci/install-deps
@@ -20,3 +32,56 @@ deps:
 # release binary's size (see README, Performance).
 bench: deps
 	.ci/bench
+
+# Installing (SPEC §12). `make install [PREFIX=/usr/local] [DESTDIR=]`: installed files name
+# $(PREFIX)/bin/authctl, never DESTDIR, which only stages the tree (as a Debian package build does).
+# Man pages and completions are generated from the command definitions by the release binary itself
+# (`--experimental-dump-help`, `--generate-completion-script`); SOURCE_DATE_EPOCH, when set, dates
+# the pages, so a package build is reproducible.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BIN = .build/release
+ROOT = $(DESTDIR)$(PREFIX)
+INTERFACES = $(notdir $(wildcard data/io.github.authctl.*.xml))
+# The files whose names do not depend on the command definitions; the man pages are listed by the
+# generator, one per command.
+INSTALLED = bin/authctl share/dbus-1/services/io.github.authctl.service \
+	$(addprefix share/dbus-1/interfaces/,$(INTERFACES)) lib/systemd/user/authctl.service \
+	share/bash-completion/completions/authctl share/zsh/site-functions/_authctl \
+	share/fish/vendor_completions.d/authctl.fish
+
+install-prerequisites: build manual-tool
+
+# bash, so that a generator that fails in a pipeline fails the install.
+install uninstall: SHELL := /bin/bash
+install uninstall: .SHELLFLAGS := -o pipefail -ec
+
+install: install-prerequisites
+	@test -x $(BIN)/authctl && test -x $(BIN)/generate-manual || \
+	    { echo "make: $(BIN)/authctl or $(BIN)/generate-manual is missing: run make install-prerequisites" >&2; exit 1; }
+	install -D -m 0755 $(BIN)/authctl "$(ROOT)/bin/authctl"
+	sed 's|/usr/local/bin/authctl|$(PREFIX)/bin/authctl|' data/io.github.authctl.service | \
+	    install -D -m 0644 /dev/stdin "$(ROOT)/share/dbus-1/services/io.github.authctl.service"
+	sed 's|/usr/local/bin/authctl|$(PREFIX)/bin/authctl|' data/authctl.service | \
+	    install -D -m 0644 /dev/stdin "$(ROOT)/lib/systemd/user/authctl.service"
+	for xml in $(INTERFACES); do install -D -m 0644 "data/$$xml" "$(ROOT)/share/dbus-1/interfaces/$$xml" || exit; done
+	$(BIN)/authctl --generate-completion-script bash | \
+	    install -D -m 0644 /dev/stdin "$(ROOT)/share/bash-completion/completions/authctl"
+	$(BIN)/authctl --generate-completion-script zsh | install -D -m 0644 /dev/stdin "$(ROOT)/share/zsh/site-functions/_authctl"
+	$(BIN)/authctl --generate-completion-script fish | \
+	    install -D -m 0644 /dev/stdin "$(ROOT)/share/fish/vendor_completions.d/authctl.fish"
+	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
+	    $(BIN)/generate-manual --multi-page -o "$$pages" \
+	        --date "$$(date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} +%Y-%m-%d)" $(BIN)/authctl && \
+	    for page in "$$pages"/*.1; do install -D -m 0644 "$$page" "$(ROOT)/share/man/man1/$${page##*/}" || exit; done
+
+# Removes exactly what `install` put there. The man pages are those the generator makes from the
+# installed binary's command definitions (so they match what was installed, even if the sources
+# have changed since); the binary goes last, so an interrupted uninstall can run again. Directories
+# stay, empty or not, as they may have existed before.
+uninstall: manual-tool
+	@test -x "$(ROOT)/bin/authctl" || { echo "make: no authctl installed in $(ROOT)/bin" >&2; exit 1; }
+	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
+	    $(BIN)/generate-manual --multi-page -o "$$pages" "$(ROOT)/bin/authctl" && \
+	    for page in "$$pages"/*.1; do rm -f "$(ROOT)/share/man/man1/$${page##*/}" || exit; done
+	for file in $(filter-out bin/authctl,$(INSTALLED)) bin/authctl; do rm -f "$(ROOT)/$$file" || exit; done
