@@ -94,9 +94,13 @@ public final class DesktopSandbox: Sendable {
             } catch {
                 throw .unavailable("cannot write the sandbox bus configuration in \(directory): \(error)")
             }
+            // The services the bus starts on demand inherit its environment: the sandbox's folders,
+            // never the caller's settings or keyring.
+            var busVariables: [Environment.Key: String?] = ["DISPLAY": nil, "WAYLAND_DISPLAY": nil]
+            for (key, value) in variables(directory: directory) { busVariables[Environment.Key(stringLiteral: key)] = value }
             let bus = try await Daemon.start("dbus-daemon", path: dbusDaemon,
                                              arguments: ["--config-file=\(configuration)", "--nofork", "--nopidfile"],
-                                             environment: .inherit, input: .none)
+                                             environment: .inherit.updating(busVariables), input: .none)
             supervisor.stop(daemon: bus.processID)
             started.append(bus)
             let address = busAddress(directory: directory)
@@ -105,14 +109,12 @@ public final class DesktopSandbox: Sendable {
             }
             var keyring: Daemon?
             if let keyringDaemon {
-                var overrides: [Environment.Key: String?] = ["DISPLAY": nil, "WAYLAND_DISPLAY": nil]
-                for (key, value) in variables(directory: directory) { overrides[Environment.Key(stringLiteral: key)] = value }
                 // The unlock password of the throwaway login keyring, read up to end of file.
                 var generator = SystemRandomNumberGenerator()
                 let password = (0..<16).map { _ in String(UInt8.random(in: .min ... .max, using: &generator), radix: 16) }.joined()
                 let daemon = try await Daemon.start("gnome-keyring-daemon", path: keyringDaemon,
                                                     arguments: ["--foreground", "--unlock", "--components=secrets"],
-                                                    environment: .inherit.updating(overrides), input: .string(password))
+                                                    environment: .inherit.updating(busVariables), input: .string(password))
                 supervisor.stop(daemon: daemon.processID)
                 started.append(daemon)
                 keyring = daemon

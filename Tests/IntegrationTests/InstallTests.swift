@@ -1,3 +1,4 @@
+import DesktopSandbox
 import Foundation
 import Testing
 
@@ -128,6 +129,28 @@ struct InstallTests {
         let elsewhere = try await runProcess(list[0], Array(list.dropFirst()), input: nil,
                                              environment: Installation.environment(["XDG_DATA_DIRS": installation.directory]), timeout: 30)
         #expect(elsewhere.status == 0 && !elsewhere.stdout.contains("'io.github.authctl'"), "\(elsewhere)")
+    }
+
+    /// Installed without DESTDIR, so the activation file names a binary that exists.
+    @Test("a call to io.github.authctl starts the installed serve on a bus whose service directory is the prefix's")
+    func activation() async throws {
+        let installation = try await Installation.installed(.direct)
+        defer { installation.remove() }
+        let sandbox = try await DesktopSandbox.started(serviceDirectories: [installation.root + "/share/dbus-1/services"])
+        defer { sandbox.stop() }
+        var scenario = try await Scenario(sandbox: sandbox)
+        // The activated serve has the bus daemon's environment: the sandbox's settings folder.
+        scenario.extraEnvironment["XDG_CONFIG_HOME"] = sandbox.environment["XDG_CONFIG_HOME"]
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let status = try await scenario.gdbus("call", "--session", "--dest", "io.github.authctl", "--object-path", "/io/github/authctl/AuthController1",
+                                              "--method", "io.github.authctl.AuthController1.GetStatus", scenario.service)
+        #expect(status.status == 0 && status.stdout.contains("'user': <'alice'>"), "\(status)")
+        // The name's owner runs the installed binary.
+        let pid = try await scenario.gdbus("call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                                           "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.authctl")
+        let number = try #require(pid.stdout.split(whereSeparator: { !$0.isNumber }).last.flatMap { Int32($0) }, "\(pid)")
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(number)/exe")
+        #expect(executable == installation.prefix + "/bin/authctl")
     }
 
     /// Installed without DESTDIR, so the unit's ExecStart and Documentation name files that exist.
