@@ -20,3 +20,11 @@ deps:
 # release binary's size (see README, Performance).
 bench: deps
 	.ci/bench
+
+# The GDBus skeletons of `authctl serve` (Sources/CAuthctlBus), generated from the interface files in
+# data/; InterfaceFileTests checks that they match.
+.PHONY: interfaces
+interfaces: deps
+	cd Sources/CAuthctlBus && gdbus-codegen --interface-prefix io.github.authctl. --c-namespace Authctl \
+	    --generate-c-code authctl-bus ../../data/io.github.authctl.AuthController1.xml ../../data/io.github.authctl.Session1.xml \
+	    && mv authctl-bus.h include/
