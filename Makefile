@@ -85,3 +85,11 @@ uninstall: manual-tool
 	    $(BIN)/generate-manual --multi-page -o "$$pages" "$(ROOT)/bin/authctl" && \
 	    for page in "$$pages"/*.1; do rm -f "$(ROOT)/share/man/man1/$${page##*/}" || exit; done
 	for file in $(filter-out bin/authctl,$(INSTALLED)) bin/authctl; do rm -f "$(ROOT)/$$file" || exit; done
+
+# The GDBus skeletons of `authctl serve` (Sources/CAuthctlBus), generated from the interface files in
+# data/; InterfaceFileTests checks that they match.
+.PHONY: interfaces
+interfaces: deps
+	cd Sources/CAuthctlBus && gdbus-codegen --interface-prefix io.github.authctl. --c-namespace Authctl \
+	    --generate-c-code authctl-bus ../../data/io.github.authctl.AuthController1.xml ../../data/io.github.authctl.Session1.xml \
+	    && mv authctl-bus.h include/

@@ -445,18 +445,9 @@ static const GDBusAnnotationInfo _authctl_auth_controller1_signal_login_status_c
   NULL
 };
 
-static const GDBusAnnotationInfo _authctl_auth_controller1_signal_login_status_changed_annotation_info_1 =
-{
-  -1,
-  (gchar *) "org.qtproject.QtDBus.QtTypeName.In3",
-  (gchar *) "QVariantMap",
-  NULL
-};
-
 static const GDBusAnnotationInfo * const _authctl_auth_controller1_signal_login_status_changed_annotation_info_pointers[] =
 {
   &_authctl_auth_controller1_signal_login_status_changed_annotation_info_0,
-  &_authctl_auth_controller1_signal_login_status_changed_annotation_info_1,
   NULL
 };
 

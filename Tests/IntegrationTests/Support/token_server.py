@@ -4,6 +4,7 @@ with knobs for what a test needs a server to do, and a log of every request.
 
   oauth2:  POST /oauth/token (password and refresh_token grants), POST /oauth/revoke (RFC 7009)
   json:    POST /api/login, /api/register, /api/refresh_tokens (refresh token as Bearer)
+  resource: GET /me (200 with a valid access token as Bearer, else 401)
   control: POST /_config (JSON, merged into the configuration), GET /_log, GET /_accepts?token=T
 
 It prints "listening PORT" on its first line once it accepts connections. Python's standard
@@ -60,6 +61,14 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 expiry = access_tokens.get(token, -1)
             return self.reply(200, {"accepted": expiry is None or (expiry != -1 and expiry > server_now())})
+        if path == "/me":
+            # A resource server that trusts this server's access tokens (the README's curl example).
+            authorization = self.headers.get("Authorization") or ""
+            with lock:
+                expiry = access_tokens.get(authorization[len("Bearer "):], -1) if authorization.startswith("Bearer ") else -1
+            if expiry is None or (expiry != -1 and expiry > server_now()):
+                return self.reply(200, {"authorized": True})
+            return self.reply(401, {"code": 401, "message": "invalid access token"})
         self.reply(404, {"code": 404, "message": "no such endpoint"})
 
     def do_POST(self):
