@@ -89,7 +89,7 @@ struct InstallTests {
     /// first use; the test lets it, then calls the function it registered as bash does on TAB (as
     /// bash-completion's own tests do): COMP_WORDS and COMP_CWORD set, replies read from COMPREPLY.
     @Test("bash completes authctl si<TAB> to the sign-in and sign-out commands, and sign-i<TAB> to sign-in",
-          arguments: [("si", ["sign-in", "sign-out"]), ("sign-i", ["sign-in"]), ("serv", ["server"])])
+          arguments: [("si", ["sign-in", "sign-out"]), ("sign-i", ["sign-in"]), ("serv", ["serve", "server"])])
     func bashCompletion(word: String, replies: [String]) async throws {
         let installation = try await Installation.installed()
         defer { installation.remove() }

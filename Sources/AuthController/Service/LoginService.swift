@@ -143,6 +143,14 @@ public final class LoginService: Sendable {
             loop.stop()
             throw error
         }
+        // The objects show the state before the name is asked for: the call that activated this
+        // process (a proxy's GetAll) is delivered as soon as the name is ours. Nothing is
+        // changed yet: should the name be taken, this process must leave no trace.
+        _ = await syncAll(endingSessions: false)
+        await loop.performAndWait {
+            objects.nameOwner = BusObjects.ownName(connection, Self.busName, replace: self.replace, BusObjects.NameHandler(
+                acquired: { trigger.yield(.nameAcquired) }, lost: { trigger.yield(.nameLost) }))
+        }
 
         var state = RunState(idleExit: idleExit)
         var ending: Result<Ending, AuthError> = .failure(.unavailable("the session bus went away"))
@@ -313,9 +321,9 @@ public final class LoginService: Sendable {
 
     // MARK: - Re-reading the state
 
-    /// Ends sessions that are over, then reads every service's state into its object.
-    /// Returns when each needs the loop again.
-    private func syncAll() async -> [ServiceName: Schedule] {
+    /// Ends sessions that are over (with `endingSessions`), then reads every service's state
+    /// into its object. Returns when each needs the loop again.
+    private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule] {
         guard let objects = exportedObjects.withLock({ $0 }) else { return [:] }
         let services = (try? settings.services()) ?? []
         var schedules: [ServiceName: Schedule] = [:]
@@ -323,7 +331,7 @@ public final class LoginService: Sendable {
         for service in services {
             let controller = controller(for: service)
             // A removed item or an expired refresh token: the event goes out now.
-            _ = try? controller.endSessionIfOver()
+            if endingSessions { _ = try? controller.endSessionIfOver() }
             guard let status = try? controller.status(), let record = try? controller.intactRecord() else { continue }
             properties[service] = Self.properties(status)
             schedules[service] = Self.schedule(status, record)
@@ -413,8 +421,7 @@ public final class LoginService: Sendable {
         }
     }
 
-    /// On the loop's thread: exports the objects, subscribes to what may change the state,
-    /// and asks for the name (its outcome arrives as a trigger).
+    /// On the loop's thread: exports the objects and subscribes to what may change the state.
     private func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: CallCounter,
                         trigger: AsyncStream<Trigger>.Continuation) throws(AuthError) -> Exported {
         let handlers = BusObjects.MethodHandlers(
@@ -459,8 +466,6 @@ public final class LoginService: Sendable {
         }
         objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
         exportedObjects.withLock { $0 = objects }
-        objects.nameOwner = BusObjects.ownName(connection, Self.busName, replace: replace, BusObjects.NameHandler(
-            acquired: { trigger.yield(.nameAcquired) }, lost: { trigger.yield(.nameLost) }))
         return objects
     }
 

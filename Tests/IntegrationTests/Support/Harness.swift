@@ -28,8 +28,9 @@ enum SharedSandbox {
 }
 
 extension DesktopSandbox {
-    /// Starts a sandbox with this process's `TMPDIR` and `PATH`.
-    static func started(keyring: Bool = true, startupTimeout: Double = 5, serviceDirectories: [String] = []) async throws -> DesktopSandbox {
+    /// Starts a sandbox with this process's `TMPDIR` and `PATH`. A test's own sandbox is set-up,
+    /// not what it tests: on a loaded 2-core machine a dozen start at once, so they get 20 s.
+    static func started(keyring: Bool = true, startupTimeout: Double = 20, serviceDirectories: [String] = []) async throws -> DesktopSandbox {
         let variables = ProcessInfo.processInfo.environment
         return try await DesktopSandbox.start(keyring: keyring, startupTimeout: startupTimeout,
                                               temporaryDirectory: variables["TMPDIR"], searchPath: variables["PATH"],
