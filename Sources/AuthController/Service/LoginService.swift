@@ -80,14 +80,19 @@ public final class LoginService: Sendable {
         return objectPath + "/services/" + escaped
     }
 
+    /// The controller of `service`. Those of services with a settings group are kept (their
+    /// in-process refresh is then shared by every call); a name any peer may send is not, so
+    /// callers cannot make the process grow.
     func controller(for service: ServiceName) -> AuthController {
         controllers.withLock { controllers in
             if let controller = controllers[service] { return controller }
             let controller = makeController(service)
-            controllers[service] = controller
+            if knownServices.withLock({ $0.contains(service) }) { controllers[service] = controller }
             return controller
         }
     }
+
+    private let knownServices = Mutex<Set<ServiceName>>([])
 
     /// What the run loop reacts to.
     enum Trigger: Sendable {
@@ -326,6 +331,7 @@ public final class LoginService: Sendable {
     private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule] {
         guard let objects = exportedObjects.withLock({ $0 }) else { return [:] }
         let services = (try? settings.services()) ?? []
+        knownServices.withLock { $0 = Set(services) }
         var schedules: [ServiceName: Schedule] = [:]
         var properties: [ServiceName: BusObjects.SessionProperties] = [:]
         for service in services {
