@@ -98,8 +98,8 @@ public final class LoginService: Sendable {
     enum Trigger: Sendable {
         /// Something may have changed: re-read every service.
         case changed
-        /// A re-read finished.
-        case synced([ServiceName: Schedule])
+        /// A re-read finished (`nil`: the settings could not be read; nothing changed).
+        case synced([ServiceName: Schedule]?)
         /// A service's timer fired: its token is due for refresh, or its session ends.
         case wake(ServiceName)
         /// A background refresh finished (`retry`: it failed, try again later).
@@ -187,7 +187,7 @@ public final class LoginService: Sendable {
                 if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
             case .synced(let schedules):
                 state.syncing = false
-                reschedule(&state, schedules, trigger: trigger)
+                if let schedules { reschedule(&state, schedules, trigger: trigger) }
                 if state.dirty { state.dirty = false; startSync(&state, trigger: trigger) }
                 rearmIdleTimer(&state, trigger: trigger)
             case .wake(let service):
@@ -328,9 +328,9 @@ public final class LoginService: Sendable {
 
     /// Ends sessions that are over (with `endingSessions`), then reads every service's state
     /// into its object. Returns when each needs the loop again.
-    private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule] {
-        guard let objects = exportedObjects.withLock({ $0 }) else { return [:] }
-        let services = (try? settings.services()) ?? []
+    private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
+        // An unreadable or unsafe file leaves the objects as they were: GetStatus says why.
+        guard let objects = exportedObjects.withLock({ $0 }), let services = try? settings.services() else { return nil }
         knownServices.withLock { $0 = Set(services) }
         var schedules: [ServiceName: Schedule] = [:]
         var properties: [ServiceName: BusObjects.SessionProperties] = [:]
