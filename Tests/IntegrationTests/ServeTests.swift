@@ -412,7 +412,7 @@ struct ServeTests {
         let (third, newOwner) = try await scenario.startServe(["--replace"])
         #expect(newOwner != owner)
         let firstRun = await first.wait(timeout: 30)
-        #expect(firstRun.status == 0, "\(firstRun)")
+        #expect(firstRun.status == 0 && firstRun.stderr.isEmpty, "\(firstRun)")
         #expect(try await scenario.call("GetStatus", "own.one").stdout.contains("'user': <'alice'>"))
 
         try "[own.one\nuser=alice\n".write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
