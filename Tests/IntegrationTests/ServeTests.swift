@@ -22,7 +22,7 @@ enum SharedServe {
     static let serverTimeout = 4.0
 
     private static let instance = Task { () async throws -> Fixture in
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await OwnSandbox.start()
         let base = try await Scenario(sandbox: sandbox)
         let (serve, owner) = try await base.startServe(["--server-timeout", "\(Int(serverTimeout))"])
         return Fixture(sandbox: sandbox, configHome: base.configHome, owner: owner, serve: serve)
@@ -35,6 +35,36 @@ enum SharedServe {
         let service = prefix + "." + UUID().uuidString.lowercased().prefix(8)
         let scenario = try await Scenario(sandbox: fixture.sandbox, service: service).withConfigHome(fixture.configHome)
         return (scenario, fixture)
+    }
+}
+
+/// The sandboxes of serve's tests (each serve needs a bus of its own: the name is unique),
+/// started one at a time with a generous deadline: the suite starts many sandboxes at once,
+/// and a burst of gnome-keyrings starting on two cores makes every start-up deadline a
+/// measure of load.
+actor OwnSandbox {
+    private static let gate = OwnSandbox()
+    private var last: Task<Void, Never>?
+
+    static func start() async throws -> DesktopSandbox {
+        let turn = await gate.next()
+        defer { turn.finish() }
+        await turn.wait()
+        return try await DesktopSandbox.started(startupTimeout: 20)
+    }
+
+    struct Turn {
+        let previous: Task<Void, Never>?
+        let done: AsyncStream<Void>.Continuation
+        func wait() async { await previous?.value }
+        func finish() { done.finish() }
+    }
+
+    private func next() -> Turn {
+        let (stream, done) = AsyncStream<Void>.makeStream()
+        let previous = last
+        last = Task { for await _ in stream {} }
+        return Turn(previous: previous, done: done)
     }
 }
 
@@ -237,7 +267,7 @@ struct ServeTests {
     @Test("PropertiesChanged within 200 ms of each LoginStatusChanged of separate `authctl` processes")
     func propertiesChangedTiming() async throws {
         // A bus of its own: the latency of serve, not of the other tests' traffic on the shared one.
-        let sandbox = try await DesktopSandbox.started()
+        let sandbox = try await OwnSandbox.start()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox, service: "timing.a-b_c")
         let (serve, _) = try await scenario.startServe()
@@ -405,7 +435,7 @@ struct ServeTests {
 
     @Test("--replace takes the name over (the first exits 0); without it, 69 in one line; settings errors; SIGTERM → 0, name released")
     func replaceAndSettings() async throws {
-        let sandbox = try await DesktopSandbox.started()
+        let sandbox = try await OwnSandbox.start()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox, service: "own.one")
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
@@ -450,7 +480,7 @@ struct ServeTests {
 
     @Test("--idle-exit 1: exits 0 after a second with no call, releasing the name before leaving the bus; a connected caller keeps it up")
     func idleExit() async throws {
-        let sandbox = try await DesktopSandbox.started()
+        let sandbox = try await OwnSandbox.start()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
         let monitor = try await BusMonitor(scenario, rules: serveRules)
@@ -480,7 +510,7 @@ struct ServeTests {
 
     @Test("the session bus going away under serve: exit 69 within 1 s, one line")
     func busGoesAway() async throws {
-        let sandbox = try await DesktopSandbox.started()
+        let sandbox = try await OwnSandbox.start()
         let scenario = try await Scenario(sandbox: sandbox)
         let (serve, _) = try await scenario.startServe()
         await sandbox.stop()
