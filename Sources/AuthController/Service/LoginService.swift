@@ -172,6 +172,7 @@ public final class LoginService: Sendable {
                     ending = .failure(Self.busGone)
                 } else if state.ownsName {
                     state.ownsName = false
+                    state.replaced = true
                     ending = .success(.replaced)
                 } else {
                     ending = .failure(.unavailable("\(Self.busName) is already owned on the session bus (another `authctl serve`?); stop it, or take the name over with `authctl serve --replace`"))
@@ -248,6 +249,8 @@ public final class LoginService: Sendable {
     struct RunState {
         let idleExit: Double?
         var ownsName = false
+        /// Another `serve --replace` took the name.
+        var replaced = false
         var syncing = false
         var dirty = false
         var schedules: [ServiceName: Schedule] = [:]
@@ -523,7 +526,9 @@ public final class LoginService: Sendable {
         state.idleTimer?.cancel()
         for timer in state.timers.values { timer.cancel() }
         let owner = await loop.performAndWait { () -> UInt32 in defer { objects.nameOwner = 0 }; return objects.nameOwner }
-        if owner != 0 { BusObjects.unownName(owner) }
+        // A name taken over is not ours to release: GLib would still send `ReleaseName` and
+        // print a warning on stderr at the bus's "not owner" reply. The process ends anyway.
+        if owner != 0 && !state.replaced { BusObjects.unownName(owner) }
         // Calls routed here before the name was released are dispatched on the loop by now.
         await loop.performAndWait {}
         await calls.drained(within: .seconds(30))

@@ -54,7 +54,8 @@ final class TokenServer: @unchecked Sendable {
         _ = try request("POST", "/_config", body: try JSONSerialization.data(withJSONObject: settings))
     }
 
-    /// Every request so far: `endpoint` (login, register, refresh, revoke), `fields`, `authorization`, `headers`.
+    /// Every request so far: `endpoint` (login, register, refresh, revoke), `fields`, `authorization`, `headers`,
+    /// `time` (seconds since the epoch, when it arrived).
     func log() throws -> [[String: Any]] {
         try JSONSerialization.jsonObject(with: request("GET", "/_log")) as? [[String: Any]] ?? []
     }

@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
                     "/oauth/revoke": "revoke", "/api/login": "login", "/api/register": "register",
                     "/api/refresh_tokens": "refresh"}.get(self.path, self.path)
         with lock:
-            log.append({"endpoint": endpoint, "path": self.path, "fields": fields, "authorization": authorization,
+            log.append({"endpoint": endpoint, "path": self.path, "fields": fields, "authorization": authorization, "time": time.time(),
                         "headers": {k.lower(): v for k, v in self.headers.items()}})
             scripted = config["scripted"].pop(0) if config["scripted"] else None
             delay = config["delay"] + (config["refresh_delay"] if endpoint == "refresh" else 0)
