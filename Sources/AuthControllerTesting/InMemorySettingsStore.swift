@@ -32,8 +32,9 @@ public final class InMemorySettingsStore: SettingsStore {
     }
 
     public func services() throws(AuthError) -> [ServiceName] {
-        state.withLock { state in
-            state.corruption != nil ? [] : state.records.keys.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+        try state.withLock { (state) throws(AuthError) -> [ServiceName] in
+            if let corruption = state.corruption { throw .settingsUnsafe(corruption) }
+            return state.records.keys.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
         }
     }
 

@@ -464,9 +464,19 @@ struct ServeTests {
         #expect(firstRun.status == 0 && firstRun.stderr.isEmpty, "\(firstRun)")
         #expect(try await scenario.call("GetStatus", "own.one").stdout.contains("'user': <'alice'>"))
 
-        try "[own.one\nuser=alice\n".write(toFile: scenario.settingsFile, atomically: true, encoding: .utf8)
-        chmod(scenario.settingsFile, 0o600)
+        // Replaced in one rename, as authctl writes it (Foundation's atomic write leaves a moment
+        // with no file, and no file is no services).
+        try "[own.one\nuser=alice\n".write(toFile: scenario.settingsFile + ".new", atomically: false, encoding: .utf8)
+        chmod(scenario.settingsFile + ".new", 0o600)
+        #expect(rename(scenario.settingsFile + ".new", scenario.settingsFile) == 0)
         expectError(try await scenario.call("GetStatus", "own.one"), "SettingsUnsafe", containing: scenario.settingsFile)
+        // A corrupt file is reported, never taken as "no services": the objects stay. Nothing
+        // can be awaited for an object that must not go away, so serve gets a second (its
+        // re-read after the file watch takes milliseconds) before they are listed again.
+        try await Task.sleep(for: .seconds(1))
+        let stillListed = try await scenario.call("GetManagedObjects", interface: "org.freedesktop.DBus.ObjectManager")
+        #expect(Set(GVariantText.strings(stillListed.stdout).filter { $0.hasPrefix(ServeBus.path + "/") })
+                == [ServeBus.path + "/services/own_2eone", ServeBus.path + "/services/own_2etwo"], "\(stillListed)")
         try FileManager.default.removeItem(atPath: scenario.settingsDirectory)
         // A file where the settings folder must be: an I/O error even for root.
         try "in the way".write(toFile: scenario.settingsDirectory, atomically: true, encoding: .utf8)

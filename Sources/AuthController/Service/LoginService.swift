@@ -346,7 +346,7 @@ public final class LoginService: Sendable {
             schedules[service] = Self.schedule(status, record)
         }
         let shown = properties
-        await objects.loop.performAndWait { objects.show(shown) }
+        await objects.loop.performAndWait { objects.show(shown, services: Set(services)) }
         return schedules
     }
 
@@ -403,9 +403,10 @@ public final class LoginService: Sendable {
 
         /// Exports new services' objects (the manager announces them), updates the others
         /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
-        /// whose settings group is gone.
-        func show(_ properties: [ServiceName: BusObjects.SessionProperties]) {
-            for (service, object) in sessions where properties[service] == nil {
+        /// whose settings group is gone. A service whose state could not be read (the file
+        /// changed in the middle, the keyring went away) keeps its object as it was.
+        func show(_ properties: [ServiceName: BusObjects.SessionProperties], services: Set<ServiceName>) {
+            for (service, object) in sessions where !services.contains(service) {
                 manager.unexport(object)
                 sessions[service] = nil
             }

@@ -31,7 +31,10 @@ public struct KeyFileSettingsStore: SettingsStore {
     }
 
     public func services() throws(AuthError) -> [ServiceName] {
-        guard try checkDirectory(), let bytes = try readFileBytes(), let keyFile = try? KeyFile(parsing: bytes) else { return [] }
+        guard try checkDirectory(), let bytes = try readFileBytes() else { return [] }
+        guard let keyFile = try? KeyFile(parsing: bytes) else {
+            throw .settingsUnsafe("the settings file \(filePath) is corrupt (it is not a key file); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+        }
         return keyFile.groups().compactMap { try? ServiceName(validating: $0) }.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
     }
 

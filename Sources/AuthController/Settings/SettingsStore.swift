@@ -50,7 +50,7 @@ public protocol SettingsStore: Sendable {
     func read(service: ServiceName) throws(AuthError) -> SettingsRead
 
     /// The services that have a group in the settings, sorted by bytes; none when the file is
-    /// missing or does not parse (``read(service:)`` then says why). Never writes.
+    /// missing. A file that does not parse is ``AuthError/settingsUnsafe(_:)``. Never writes.
     func services() throws(AuthError) -> [ServiceName]
 
     /// Writes `record` as the group of `service`, keeping every other group and key. A corrupt
