@@ -228,6 +228,7 @@ public final class LoginService: Sendable {
                 state.lastActivity = .now
                 rearmIdleTimer(&state, trigger: trigger)
             case .idleTimer:
+                state.idleTimer = nil
                 if state.isIdle(calls: calls.count) {
                     ending = .success(.idle)
                     break loop
@@ -254,7 +255,8 @@ public final class LoginService: Sendable {
         var syncing = false
         var dirty = false
         var schedules: [ServiceName: Schedule] = [:]
-        var timers: [ServiceName: Task<Void, Never>] = [:]
+        /// Each service's pending wake-up and the moment it is for.
+        var timers: [ServiceName: (at: UInt64, task: Task<Void, Never>)] = [:]
         var refreshing: Set<ServiceName> = []
         var backoff: [ServiceName: Double] = [:]
         var notBefore: [ServiceName: UInt64] = [:]
@@ -281,7 +283,7 @@ public final class LoginService: Sendable {
     private func reschedule(_ state: inout RunState, _ schedules: [ServiceName: Schedule], trigger: AsyncStream<Trigger>.Continuation) {
         state.schedules = schedules
         for (service, timer) in state.timers where schedules[service]?.next == nil {
-            timer.cancel()
+            timer.task.cancel()
             state.timers[service] = nil
         }
         for (service, var schedule) in schedules {
@@ -289,20 +291,24 @@ public final class LoginService: Sendable {
             if let refreshAt = schedule.refreshAt, let notBefore = state.notBefore[service] {
                 schedule.refreshAt = max(refreshAt, notBefore)
             }
-            guard let next = schedule.next else { continue }
-            state.timers[service]?.cancel()
+            // A wake-up already set for that moment stays: a cancelled sleep keeps its timer
+            // until the moment it was for, so re-arming on every re-read would pile them up.
+            guard let next = schedule.next, state.timers[service]?.at != next else { continue }
+            state.timers[service]?.task.cancel()
             let delay = next > Posix.wallClockMicroseconds() ? next - Posix.wallClockMicroseconds() : 0
             // A few milliseconds late rather than early: the session's end is judged by the clock.
-            state.timers[service] = Task {
+            state.timers[service] = (next, Task {
                 try? await Task.sleep(for: .microseconds(Int64(clamping: delay) + 5_000))
                 if !Task.isCancelled { trigger.yield(.wake(service)) }
-            }
+            })
         }
     }
 
+    /// Sets the idle check for `idleExit` after the last activity, unless one is set: when it
+    /// fires early (there was activity since), the next is set for the time that remains. One
+    /// timer at a time, never cancelled (see ``reschedule(_:_:trigger:)``).
     private func rearmIdleTimer(_ state: inout RunState, trigger: AsyncStream<Trigger>.Continuation) {
-        guard let idleExit = state.idleExit else { return }
-        state.idleTimer?.cancel()
+        guard let idleExit = state.idleExit, state.idleTimer == nil else { return }
         let remaining = Duration.seconds(idleExit) - (ContinuousClock.now - state.lastActivity)
         state.idleTimer = Task {
             try? await Task.sleep(for: max(remaining, .milliseconds(10)))
@@ -525,7 +531,7 @@ public final class LoginService: Sendable {
     private func stop(_ objects: Exported, state: RunState, calls: CallCounter, loop: MainLoopThread,
                       connection: GDBus.Connection) async {
         state.idleTimer?.cancel()
-        for timer in state.timers.values { timer.cancel() }
+        for timer in state.timers.values { timer.task.cancel() }
         let owner = await loop.performAndWait { () -> UInt32 in defer { objects.nameOwner = 0 }; return objects.nameOwner }
         // A name taken over is not ours to release: GLib would still send `ReleaseName` and
         // print a warning on stderr at the bus's "not owner" reply. The process ends anyway.
