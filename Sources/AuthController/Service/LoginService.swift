@@ -182,7 +182,7 @@ public final class LoginService: Sendable {
                 if let schedule = state.schedules[service], let refreshAt = schedule.refreshAt, refreshAt <= Posix.wallClockMicroseconds(),
                    !state.refreshing.contains(service) {
                     state.refreshing.insert(service)
-                    startRefresh(service, minValid: schedule.minValid, trigger: trigger)
+                    startRefresh(service, minValid: schedule.minValid, calls: calls, trigger: trigger)
                 }
                 if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
             case .refreshed(let service, let retry):
@@ -294,9 +294,15 @@ public final class LoginService: Sendable {
         }
     }
 
-    private func startRefresh(_ service: ServiceName, minValid: UInt64, trigger: AsyncStream<Trigger>.Continuation) {
+    /// A background refresh counts as a call: stopping waits for it, because a server that
+    /// rotates refresh tokens has retired the old one once it answers, and a refresh abandoned
+    /// before the new tokens are stored would end the session.
+    private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: CallCounter,
+                              trigger: AsyncStream<Trigger>.Continuation) {
         let controller = controller(for: service)
+        calls.begin()
         Task {
+            defer { calls.end() }
             var retry = false
             do throws(AuthError) {
                 let token = try await controller.accessToken(minValid: minValid)
@@ -506,7 +512,8 @@ public final class LoginService: Sendable {
     // MARK: - Stopping
 
     /// Releases the name first — from then on a call to it starts a new `serve` — then answers
-    /// the calls that reached this one, and leaves the bus tidy.
+    /// the calls that reached this one, lets a background refresh under way store its tokens,
+    /// and leaves the bus tidy.
     private func stop(_ objects: Exported, state: RunState, calls: CallCounter, loop: MainLoopThread,
                       connection: GDBus.Connection) async {
         state.idleTimer?.cancel()
