@@ -39,3 +39,52 @@ struct ServeProbeTests {
         #expect(try server.accepts(token.output) && server.count("refresh") == 1)
     }
 }
+
+extension ServeProbeTests {
+    /// `GetManagedObjects` as gdbus prints it.
+    func managedObjects(_ scenario: Scenario) async throws -> Run {
+        try await scenario.gdbus("call", "--session", "--dest", LoginService.busName, "--object-path", LoginService.objectPath,
+                                 "--method", "org.freedesktop.DBus.ObjectManager.GetManagedObjects")
+    }
+
+    @Test("no keyring, then one, then none again: the service keeps its object, which shows what the keyring tells once it is there")
+    func keyringComesAndGoes() async throws {
+        let sandbox = try await DesktopSandbox.started(keyring: false, startupTimeout: 20)
+        defer { sandbox.stop() }
+        var scenario = try await Scenario(sandbox: sandbox)
+        let server = try TokenServer()
+        try await scenario.authctl("server", "set", server.oauth2).expect(0)
+        let serve = try await scenario.start(["serve"])
+        defer { serve.signal(SIGTERM) }
+        #expect(try await scenario.gdbus("wait", "--session", "--timeout", "20", LoginService.busName).status == 0)
+        let path = LoginService.objectPath(of: scenario.serviceName)
+        // Every service with a settings group is an object, whatever the keyring.
+        var objects = try await managedObjects(scenario)
+        #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <''>"), "\(objects)\n\(serve.stderr)")
+
+        // A keyring daemon appears: serve reads the state again without any other trigger.
+        let keyringData = sandbox.directory + "/keyring-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: keyringData, withIntermediateDirectories: true)
+        scenario.extraEnvironment["XDG_DATA_HOME"] = keyringData
+        let keyring = try await Spawned(try which("gnome-keyring-daemon", package: "gnome-keyring"),
+                                        ["--foreground", "--unlock", "--components=secrets"], input: Array("pw".utf8),
+                                        environment: scenario.environment)
+        defer { keyring.signal(SIGKILL) }
+        let giveUp = Date().addingTimeInterval(20)
+        repeat {
+            objects = try await managedObjects(scenario)
+            if objects.stdout.contains("'Server': <'\(server.oauth2)'>") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        } while Date() < giveUp
+        #expect(objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
+
+        // Gone again: the object stays as it was; a method says the keyring is unavailable.
+        keyring.signal(SIGKILL)
+        _ = await keyring.wait()
+        let status = try await scenario.gdbus("call", "--session", "--dest", LoginService.busName, "--object-path", LoginService.objectPath,
+                                              "--method", "io.github.authctl.AuthController1.GetStatus", scenario.service)
+        #expect(status.status != 0 && status.stderr.contains("io.github.authctl.Error.Unavailable"), "\(status)")
+        objects = try await managedObjects(scenario)
+        #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
+    }
+}

@@ -321,16 +321,23 @@ public final class LoginService: Sendable {
 
     /// Ends sessions that are over, then reads every service's state into its object.
     /// Returns when each needs the loop again.
+    ///
+    /// State that cannot be read (the keyring gone, the settings file unreadable) is unknown,
+    /// not absent: the objects stay as they were — a service still has its settings group, so
+    /// it keeps its object (SPEC §11) — and nothing is scheduled for it until a later re-read.
     private func syncAll() async -> [ServiceName: Schedule] {
         guard let objects = exportedObjects.withLock({ $0 }) else { return [:] }
-        let services = (try? settings.services()) ?? []
+        guard let services = try? settings.services() else { return [:] }
         var schedules: [ServiceName: Schedule] = [:]
-        var properties: [ServiceName: BusObjects.SessionProperties] = [:]
+        var properties: [ServiceName: BusObjects.SessionProperties?] = [:]
         for service in services {
             let controller = controller(for: service)
             // A removed item or an expired refresh token: the event goes out now.
             _ = try? controller.endSessionIfOver()
-            guard let status = try? controller.status(), let record = try? controller.intactRecord() else { continue }
+            guard let status = try? controller.status(), let record = try? controller.intactRecord() else {
+                properties[service] = .some(nil)
+                continue
+            }
             properties[service] = Self.properties(status)
             schedules[service] = Self.schedule(status, record)
         }
@@ -392,18 +399,19 @@ public final class LoginService: Sendable {
 
         /// Exports new services' objects (the manager announces them), updates the others
         /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
-        /// whose settings group is gone.
-        func show(_ properties: [ServiceName: BusObjects.SessionProperties]) {
+        /// whose settings group is gone. A service whose state is unknown (`nil`) keeps what
+        /// its object shows; a new one shows its name only.
+        func show(_ properties: [ServiceName: BusObjects.SessionProperties?]) {
             for (service, object) in sessions where properties[service] == nil {
                 manager.unexport(object)
                 sessions[service] = nil
             }
             for (service, values) in properties {
                 if let object = sessions[service] {
-                    object.update(values)
+                    if let values { object.update(values) }
                 } else {
                     let object = BusObjects.SessionObject(path: LoginService.objectPath(of: service))
-                    object.update(values)
+                    object.update(values ?? BusObjects.SessionProperties(service: service.rawValue))
                     manager.export(object)
                     sessions[service] = object
                 }
@@ -459,6 +467,9 @@ public final class LoginService: Sendable {
         objects.subscriptions = [
             BusObjects.subscribe(connection, interface: DBusBroadcaster.interface, path: DBusBroadcaster.objectPath, changed),
             BusObjects.subscribe(connection, interface: "org.freedesktop.Secret.Collection", changed),
+            // A keyring daemon that (re)starts announces no items: what it holds is read again.
+            BusObjects.subscribe(connection, sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                 member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arg0: "org.freedesktop.secrets", changed),
         ]
         if let settingsFile {
             objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, BusObjects.ChangeHandler { trigger.yield(.changed) })
