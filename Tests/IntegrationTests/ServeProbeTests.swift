@@ -88,3 +88,38 @@ extension ServeProbeTests {
         #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
     }
 }
+
+/// `make install` and `make uninstall` (SPEC §12) given paths with characters that mean something
+/// to the shell, sed, D-Bus or systemd. Like ``InstallTests``, these run the recipes without building.
+@Suite("make install with awkward paths")
+struct InstallPathProbeTests {
+    func installation(destdir: String?, prefix: String) throws -> Installation {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-install-" + UUID().uuidString).path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return Installation(directory: directory, destdir: destdir.map { directory + $0 } ?? "", prefix: prefix, explicitPrefix: true)
+    }
+
+    @Test("a PREFIX the activation file and the unit cannot name as it is: one error, nothing installed",
+          arguments: ["/opt/with space", "/opt/a|b", "/opt/a&b", "/opt/it's", "/opt/q\"q", "/opt/50%", "/opt/back\\nslash", "relative/dir"])
+    func unusablePrefix(prefix: String) async throws {
+        let installation = try installation(destdir: "/stage", prefix: prefix)
+        defer { installation.remove() }
+        let run = try await installation.make("install")
+        #expect(run.status == 2 && run.stderr.contains("PREFIX must be an absolute path"), "\(run)")
+        #expect(!FileManager.default.fileExists(atPath: installation.destdir), "nothing staged")
+    }
+
+    @Test("a DESTDIR with spaces, quotes and shell operators stages the tree there, and uninstall empties it")
+    func awkwardDestdir() async throws {
+        let installation = try installation(destdir: "/it's a \"stage\" |&;`y`", prefix: "/opt/ok-1.2+x@y~z:w")
+        defer { installation.remove() }
+        var run = try await installation.make("install")
+        #expect(run.status == 0, "\(run)")
+        let activation = try String(contentsOfFile: installation.root + "/share/dbus-1/services/io.github.authctl.service", encoding: .utf8)
+        #expect(activation.contains("Exec=/opt/ok-1.2+x@y~z:w/bin/authctl serve\n"), "\(activation)")
+        #expect(try installation.files().contains("bin/authctl"))
+        run = try await installation.make("uninstall")
+        #expect(run.status == 0, "\(run)")
+        #expect(try installation.files().isEmpty)
+    }
+}
