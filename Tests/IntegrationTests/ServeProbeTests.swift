@@ -38,6 +38,19 @@ struct ServeProbeTests {
         #expect(token.status == 0, "\(token)")
         #expect(try server.accepts(token.output) && server.count("refresh") == 1)
     }
+
+    @Test("a serve taken over by `serve --replace` exits 0 and prints nothing")
+    func replacedQuietly() async throws {
+        let (sandbox, scenario, first) = try await serving()
+        defer { sandbox.stop() }
+        let second = try await scenario.start(["serve", "--replace"])
+        defer { second.signal(SIGTERM) }
+        let replaced = await first.wait(timeout: 20)
+        #expect(replaced.status == 0 && replaced.stderr.isEmpty, "\(replaced)")
+        second.signal(SIGTERM)
+        let replacer = await second.wait(timeout: 20)
+        #expect(replacer.status == 0 && replacer.stderr.isEmpty, "\(replacer)")
+    }
 }
 
 extension ServeProbeTests {

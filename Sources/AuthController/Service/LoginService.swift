@@ -223,7 +223,7 @@ public final class LoginService: Sendable {
                 break
             }
         }
-        await stop(objects, state: state, calls: calls, loop: loop, connection: connection)
+        await stop(objects, state: state, calls: calls, loop: loop, connection: connection, replaced: (try? ending.get()) == .replaced)
         return try ending.get()
     }
 
@@ -525,12 +525,15 @@ public final class LoginService: Sendable {
     /// Releases the name first — from then on a call to it starts a new `serve` — then answers
     /// the calls that reached this one, lets a background refresh under way store its tokens,
     /// and leaves the bus tidy.
+    ///
+    /// A name taken over (`replaced`) is not ours to release: GLib would ask the bus anyway and
+    /// print a warning at its refusal, so its small record is left to the process's exit.
     private func stop(_ objects: Exported, state: RunState, calls: CallCounter, loop: MainLoopThread,
-                      connection: GDBus.Connection) async {
+                      connection: GDBus.Connection, replaced: Bool) async {
         state.idleTimer?.cancel()
         for timer in state.timers.values { timer.cancel() }
         let owner = await loop.performAndWait { () -> UInt32 in defer { objects.nameOwner = 0 }; return objects.nameOwner }
-        if owner != 0 { BusObjects.unownName(owner) }
+        if owner != 0 && !replaced { BusObjects.unownName(owner) }
         // Calls routed here before the name was released are dispatched on the loop by now.
         await loop.performAndWait {}
         await calls.drained(within: .seconds(30))
