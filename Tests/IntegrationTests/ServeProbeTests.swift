@@ -51,6 +51,25 @@ struct ServeProbeTests {
         let replacer = await second.wait(timeout: 20)
         #expect(replacer.status == 0 && replacer.stderr.isEmpty, "\(replacer)")
     }
+
+    @Test("the call that activates serve is answered from the service's object: Properties.GetAll shows who is signed in")
+    func activatingCallFindsTheObjects() async throws {
+        let services = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-services-" + UUID().uuidString.lowercased())
+        try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: services) }
+        try "[D-BUS Service]\nName=\(LoginService.busName)\nExec=\(Scenario.binary) serve --idle-exit 30\n"
+            .write(to: services.appendingPathComponent("\(LoginService.busName).service"), atomically: true, encoding: .utf8)
+        let sandbox = try await DesktopSandbox.started(startupTimeout: 20, serviceDirectories: [services.path])
+        defer { sandbox.stop() }
+        var scenario = try await Scenario(sandbox: sandbox)
+        // The activated serve has the bus daemon's environment, so the sandbox's settings folder.
+        scenario.extraEnvironment["XDG_CONFIG_HOME"] = sandbox.environment["XDG_CONFIG_HOME"]
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let properties = try await scenario.gdbus("call", "--session", "--dest", LoginService.busName,
+                                                  "--object-path", LoginService.objectPath(of: scenario.serviceName),
+                                                  "--method", "org.freedesktop.DBus.Properties.GetAll", LoginService.sessionInterface)
+        #expect(properties.status == 0 && properties.stdout.contains("'User': <'alice'>"), "\(properties)")
+    }
 }
 
 extension ServeProbeTests {

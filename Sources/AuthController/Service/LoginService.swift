@@ -143,6 +143,15 @@ public final class LoginService: Sendable {
             loop.stop()
             throw error
         }
+        // The services' objects are in place before the name is ours: the call that activated
+        // serve (a proxy's `GetAll`, say) is routed here as soon as the name is, and must find
+        // them. Sessions that are over are ended once the name is ours, so that their events
+        // come from it.
+        _ = await syncAll(endingSessions: false)
+        await loop.performAndWait {
+            objects.nameOwner = BusObjects.ownName(connection, Self.busName, replace: self.replace, BusObjects.NameHandler(
+                acquired: { trigger.yield(.nameAcquired) }, lost: { trigger.yield(.nameLost) }))
+        }
 
         var state = RunState(idleExit: idleExit)
         var ending: Result<Ending, AuthError> = .failure(.unavailable("the session bus went away"))
@@ -325,7 +334,7 @@ public final class LoginService: Sendable {
     /// State that cannot be read (the keyring gone, the settings file unreadable) is unknown,
     /// not absent: the objects stay as they were — a service still has its settings group, so
     /// it keeps its object (SPEC §11) — and nothing is scheduled for it until a later re-read.
-    private func syncAll() async -> [ServiceName: Schedule] {
+    private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule] {
         guard let objects = exportedObjects.withLock({ $0 }) else { return [:] }
         guard let services = try? settings.services() else { return [:] }
         var schedules: [ServiceName: Schedule] = [:]
@@ -333,7 +342,7 @@ public final class LoginService: Sendable {
         for service in services {
             let controller = controller(for: service)
             // A removed item or an expired refresh token: the event goes out now.
-            _ = try? controller.endSessionIfOver()
+            if endingSessions { _ = try? controller.endSessionIfOver() }
             guard let status = try? controller.status(), let record = try? controller.intactRecord() else {
                 properties[service] = .some(nil)
                 continue
@@ -427,8 +436,7 @@ public final class LoginService: Sendable {
         }
     }
 
-    /// On the loop's thread: exports the objects, subscribes to what may change the state,
-    /// and asks for the name (its outcome arrives as a trigger).
+    /// On the loop's thread: exports the objects and subscribes to what may change the state.
     private func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: CallCounter,
                         trigger: AsyncStream<Trigger>.Continuation) throws(AuthError) -> Exported {
         let handlers = BusObjects.MethodHandlers(
@@ -476,8 +484,6 @@ public final class LoginService: Sendable {
         }
         objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
         exportedObjects.withLock { $0 = objects }
-        objects.nameOwner = BusObjects.ownName(connection, Self.busName, replace: replace, BusObjects.NameHandler(
-            acquired: { trigger.yield(.nameAcquired) }, lost: { trigger.yield(.nameLost) }))
         return objects
     }
 
