@@ -41,7 +41,19 @@ bench: deps
 PREFIX ?= /usr/local
 DESTDIR ?=
 BIN = .build/release
-ROOT = $(DESTDIR)$(PREFIX)
+
+# PREFIX is written into the activation file and the unit as it is: D-Bus and systemd split Exec= at
+# white space, systemd expands `$` and `%` in ExecStart=, and sed's replacement gives `|`, `&` and `\`
+# a meaning. So it must be an absolute path of characters that all of them take literally; anything
+# else stops install and uninstall before a file is touched. DESTDIR only stages the tree: it reaches
+# the recipes through the environment ($$ROOT), so that any path works there.
+PREFIX_CHARACTERS = a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W \
+	X Y Z 0 1 2 3 4 5 6 7 8 9 / . _ - + @ ~ :
+without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+PREFIX_PROBLEM = $(or $(filter-out 1,$(words $(PREFIX))),$(if $(filter /%,$(PREFIX)),,relative), \
+	$(call without,$(PREFIX),$(PREFIX_CHARACTERS)))
+CHECK_PREFIX = $(if $(strip $(PREFIX_PROBLEM)),$(error PREFIX must be an absolute path of letters, digits and / . _ - + @ ~ : \
+	(it is written unquoted into the D-Bus activation file and the systemd unit): "$(PREFIX)" is not))
 INTERFACES = $(notdir $(wildcard data/io.github.authctl.*.xml))
 # The files whose names do not depend on the command definitions; the man pages are listed by the
 # generator, one per command.
@@ -55,36 +67,39 @@ install-prerequisites: build manual-tool
 # bash, so that a generator that fails in a pipeline fails the install.
 install uninstall: SHELL := /bin/bash
 install uninstall: .SHELLFLAGS := -o pipefail -ec
+install uninstall: export ROOT = $(DESTDIR)$(PREFIX)
 
 install: install-prerequisites
+	$(CHECK_PREFIX)
 	@test -x $(BIN)/authctl && test -x $(BIN)/generate-manual || \
 	    { echo "make: $(BIN)/authctl or $(BIN)/generate-manual is missing: run make install-prerequisites" >&2; exit 1; }
-	install -D -m 0755 $(BIN)/authctl "$(ROOT)/bin/authctl"
+	install -D -m 0755 $(BIN)/authctl "$$ROOT/bin/authctl"
 	sed 's|/usr/local/bin/authctl|$(PREFIX)/bin/authctl|' data/io.github.authctl.service | \
-	    install -D -m 0644 /dev/stdin "$(ROOT)/share/dbus-1/services/io.github.authctl.service"
+	    install -D -m 0644 /dev/stdin "$$ROOT/share/dbus-1/services/io.github.authctl.service"
 	sed 's|/usr/local/bin/authctl|$(PREFIX)/bin/authctl|' data/authctl.service | \
-	    install -D -m 0644 /dev/stdin "$(ROOT)/lib/systemd/user/authctl.service"
-	for xml in $(INTERFACES); do install -D -m 0644 "data/$$xml" "$(ROOT)/share/dbus-1/interfaces/$$xml" || exit; done
+	    install -D -m 0644 /dev/stdin "$$ROOT/lib/systemd/user/authctl.service"
+	for xml in $(INTERFACES); do install -D -m 0644 "data/$$xml" "$$ROOT/share/dbus-1/interfaces/$$xml" || exit; done
 	$(BIN)/authctl --generate-completion-script bash | \
-	    install -D -m 0644 /dev/stdin "$(ROOT)/share/bash-completion/completions/authctl"
-	$(BIN)/authctl --generate-completion-script zsh | install -D -m 0644 /dev/stdin "$(ROOT)/share/zsh/site-functions/_authctl"
+	    install -D -m 0644 /dev/stdin "$$ROOT/share/bash-completion/completions/authctl"
+	$(BIN)/authctl --generate-completion-script zsh | install -D -m 0644 /dev/stdin "$$ROOT/share/zsh/site-functions/_authctl"
 	$(BIN)/authctl --generate-completion-script fish | \
-	    install -D -m 0644 /dev/stdin "$(ROOT)/share/fish/vendor_completions.d/authctl.fish"
+	    install -D -m 0644 /dev/stdin "$$ROOT/share/fish/vendor_completions.d/authctl.fish"
 	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
 	    $(BIN)/generate-manual --multi-page -o "$$pages" \
 	        --date "$$(date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} +%Y-%m-%d)" $(BIN)/authctl && \
-	    for page in "$$pages"/*.1; do install -D -m 0644 "$$page" "$(ROOT)/share/man/man1/$${page##*/}" || exit; done
+	    for page in "$$pages"/*.1; do install -D -m 0644 "$$page" "$$ROOT/share/man/man1/$${page##*/}" || exit; done
 
 # Removes exactly what `install` put there. The man pages are those the generator makes from the
 # installed binary's command definitions (so they match what was installed, even if the sources
 # have changed since); the binary goes last, so an interrupted uninstall can run again. Directories
 # stay, empty or not, as they may have existed before.
 uninstall: manual-tool
-	@test -x "$(ROOT)/bin/authctl" || { echo "make: no authctl installed in $(ROOT)/bin" >&2; exit 1; }
+	$(CHECK_PREFIX)
+	@test -x "$$ROOT/bin/authctl" || { echo "make: no authctl installed in $$ROOT/bin" >&2; exit 1; }
 	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
-	    $(BIN)/generate-manual --multi-page -o "$$pages" "$(ROOT)/bin/authctl" && \
-	    for page in "$$pages"/*.1; do rm -f "$(ROOT)/share/man/man1/$${page##*/}" || exit; done
-	for file in $(filter-out bin/authctl,$(INSTALLED)) bin/authctl; do rm -f "$(ROOT)/$$file" || exit; done
+	    $(BIN)/generate-manual --multi-page -o "$$pages" "$$ROOT/bin/authctl" && \
+	    for page in "$$pages"/*.1; do rm -f "$$ROOT/share/man/man1/$${page##*/}" || exit; done
+	for file in $(filter-out bin/authctl,$(INSTALLED)) bin/authctl; do rm -f "$$ROOT/$$file" || exit; done
 
 # The GDBus skeletons of `authctl serve` (Sources/CAuthctlBus), generated from the interface files in
 # data/; InterfaceFileTests checks that they match.

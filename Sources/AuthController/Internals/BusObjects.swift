@@ -276,11 +276,12 @@ enum BusObjects {
     /// Subscribes to every signal of `interface` (any member, path and sender) — used for the
     /// Secret Service's `ItemCreated`, `ItemDeleted` and `ItemChanged` of any collection, and
     /// for `LoginStatusChanged` of any service; the handler gets the first argument when it is
-    /// a string. The corresponding C function is `g_dbus_connection_signal_subscribe`.
-    static func subscribe(_ connection: GDBus.Connection, interface: String, path: String? = nil,
-                          _ handler: GDBus.SignalHandler) -> UInt32 {
+    /// a string. `sender`, `member` and `arg0` narrow the match rule the bus applies.
+    /// The corresponding C function is `g_dbus_connection_signal_subscribe`.
+    static func subscribe(_ connection: GDBus.Connection, sender: String? = nil, interface: String, member: String? = nil,
+                          path: String? = nil, arg0: String? = nil, _ handler: GDBus.SignalHandler) -> UInt32 {
         g_dbus_connection_signal_subscribe(
-            connection.pointer, nil, interface, nil, path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            connection.pointer, sender, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
             { _, _, _, _, _, parameters, userData in
                 guard let parameters, let userData else { return }
                 Unmanaged<GDBus.SignalHandler>.fromOpaque(userData).takeUnretainedValue().receive(GDBus.decodeSignal(parameters))

@@ -148,9 +148,10 @@ public final class LoginService: Sendable {
             loop.stop()
             throw error
         }
-        // The objects show the state before the name is asked for: the call that activated this
-        // process (a proxy's GetAll) is delivered as soon as the name is ours. Nothing is
-        // changed yet: should the name be taken, this process must leave no trace.
+        // The services' objects are in place before the name is ours: the call that activated
+        // serve (a proxy's `GetAll`, say) is routed here as soon as the name is, and must find
+        // them. Sessions that are over are ended once the name is ours, so that their events
+        // come from it.
         _ = await syncAll(endingSessions: false)
         await loop.performAndWait {
             objects.nameOwner = BusObjects.ownName(connection, Self.busName, replace: self.replace, BusObjects.NameHandler(
@@ -172,7 +173,6 @@ public final class LoginService: Sendable {
                     ending = .failure(Self.busGone)
                 } else if state.ownsName {
                     state.ownsName = false
-                    state.replaced = true
                     ending = .success(.replaced)
                 } else {
                     ending = .failure(.unavailable("\(Self.busName) is already owned on the session bus (another `authctl serve`?); stop it, or take the name over with `authctl serve --replace`"))
@@ -196,7 +196,7 @@ public final class LoginService: Sendable {
                 if let schedule = state.schedules[service], let refreshAt = schedule.refreshAt, refreshAt <= Posix.wallClockMicroseconds(),
                    !state.refreshing.contains(service) {
                     state.refreshing.insert(service)
-                    startRefresh(service, minValid: schedule.minValid, trigger: trigger)
+                    startRefresh(service, minValid: schedule.minValid, calls: calls, trigger: trigger)
                 }
                 if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
             case .refreshed(let service, let retry):
@@ -238,7 +238,7 @@ public final class LoginService: Sendable {
                 break
             }
         }
-        await stop(objects, state: state, calls: calls, loop: loop, connection: connection)
+        await stop(objects, state: state, calls: calls, loop: loop, connection: connection, replaced: (try? ending.get()) == .replaced)
         return try ending.get()
     }
 
@@ -250,8 +250,6 @@ public final class LoginService: Sendable {
     struct RunState {
         let idleExit: Double?
         var ownsName = false
-        /// Another `serve --replace` took the name.
-        var replaced = false
         var syncing = false
         var dirty = false
         var schedules: [ServiceName: Schedule] = [:]
@@ -316,9 +314,15 @@ public final class LoginService: Sendable {
         }
     }
 
-    private func startRefresh(_ service: ServiceName, minValid: UInt64, trigger: AsyncStream<Trigger>.Continuation) {
+    /// A background refresh counts as a call: stopping waits for it, because a server that
+    /// rotates refresh tokens has retired the old one once it answers, and a refresh abandoned
+    /// before the new tokens are stored would end the session.
+    private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: CallCounter,
+                              trigger: AsyncStream<Trigger>.Continuation) {
         let controller = controller(for: service)
+        calls.begin()
         Task {
+            defer { calls.end() }
             var retry = false
             do throws(AuthError) {
                 let token = try await controller.accessToken(minValid: minValid)
@@ -336,23 +340,30 @@ public final class LoginService: Sendable {
     // MARK: - Re-reading the state
 
     /// Ends sessions that are over (with `endingSessions`), then reads every service's state
-    /// into its object. Returns when each needs the loop again.
+    /// into its object. Returns when each needs the loop again; `nil` when the settings
+    /// cannot be read (unsafe, corrupt, unreadable): the objects then stay as they were, and
+    /// GetStatus says why.
+    ///
+    /// State that cannot be read (the keyring gone) is unknown, not absent: the service keeps
+    /// its object as it was (SPEC §11) and nothing is scheduled for it until a later re-read.
     private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
-        // An unreadable or unsafe file leaves the objects as they were: GetStatus says why.
         guard let objects = exportedObjects.withLock({ $0 }), let services = try? settings.services() else { return nil }
         knownServices.withLock { $0 = Set(services) }
         var schedules: [ServiceName: Schedule] = [:]
-        var properties: [ServiceName: BusObjects.SessionProperties] = [:]
+        var properties: [ServiceName: BusObjects.SessionProperties?] = [:]
         for service in services {
             let controller = controller(for: service)
             // A removed item or an expired refresh token: the event goes out now.
             if endingSessions { _ = try? controller.endSessionIfOver() }
-            guard let status = try? controller.status(), let record = try? controller.intactRecord() else { continue }
+            guard let status = try? controller.status(), let record = try? controller.intactRecord() else {
+                properties[service] = .some(nil)
+                continue
+            }
             properties[service] = Self.properties(status)
             schedules[service] = Self.schedule(status, record)
         }
         let shown = properties
-        await objects.loop.performAndWait { objects.show(shown, services: Set(services)) }
+        await objects.loop.performAndWait { objects.show(shown) }
         return schedules
     }
 
@@ -409,19 +420,19 @@ public final class LoginService: Sendable {
 
         /// Exports new services' objects (the manager announces them), updates the others
         /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
-        /// whose settings group is gone. A service whose state could not be read (the file
-        /// changed in the middle, the keyring went away) keeps its object as it was.
-        func show(_ properties: [ServiceName: BusObjects.SessionProperties], services: Set<ServiceName>) {
-            for (service, object) in sessions where !services.contains(service) {
+        /// whose settings group is gone. A service whose state is unknown (`nil`) keeps what
+        /// its object shows; a new one shows its name only.
+        func show(_ properties: [ServiceName: BusObjects.SessionProperties?]) {
+            for (service, object) in sessions where properties[service] == nil {
                 manager.unexport(object)
                 sessions[service] = nil
             }
             for (service, values) in properties {
                 if let object = sessions[service] {
-                    object.update(values)
+                    if let values { object.update(values) }
                 } else {
                     let object = BusObjects.SessionObject(path: LoginService.objectPath(of: service))
-                    object.update(values)
+                    object.update(values ?? BusObjects.SessionProperties(service: service.rawValue))
                     manager.export(object)
                     sessions[service] = object
                 }
@@ -452,13 +463,13 @@ public final class LoginService: Sendable {
                 }
             },
             getToken: { invocation, service, minValid in
-                self.answer(invocation, service, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                self.answer(invocation, service, changing: true, calls: calls, trigger: trigger) { controller throws(AuthError) in
                     let token = try await controller.accessToken(minValid: UInt64(minValid))
                     invocation.returnToken(token.token, expiresAt: token.expiresAt ?? 0)
                 }
             },
             signOut: { invocation, service in
-                self.answer(invocation, service, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                self.answer(invocation, service, changing: true, calls: calls, trigger: trigger) { controller throws(AuthError) in
                     try await controller.signOut(keepingCredentials: false)
                     invocation.returnNothing()
                 }
@@ -476,6 +487,9 @@ public final class LoginService: Sendable {
         objects.subscriptions = [
             BusObjects.subscribe(connection, interface: DBusBroadcaster.interface, path: DBusBroadcaster.objectPath, changed),
             BusObjects.subscribe(connection, interface: "org.freedesktop.Secret.Collection", changed),
+            // A keyring daemon that (re)starts announces no items: what it holds is read again.
+            BusObjects.subscribe(connection, sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                 member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arg0: "org.freedesktop.secrets", changed),
         ]
         if let settingsFile {
             objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, BusObjects.ChangeHandler { trigger.yield(.changed) })
@@ -487,7 +501,7 @@ public final class LoginService: Sendable {
 
     /// Runs one method call in a task of its own and answers it: its result, or the D-Bus error
     /// of its failure's family.
-    private func answer(_ invocation: BusObjects.Invocation, _ service: String, calls: CallCounter,
+    private func answer(_ invocation: BusObjects.Invocation, _ service: String, changing: Bool = false, calls: CallCounter,
                         trigger: AsyncStream<Trigger>.Continuation,
                         _ body: @escaping @Sendable (AuthController) async throws(AuthError) -> Void) {
         calls.begin()
@@ -499,9 +513,9 @@ public final class LoginService: Sendable {
             }
             calls.end()
             trigger.yield(.callEnded)
-            // A sign-out or a refresh changed the state: the objects show it now, not only
-            // after the signal or the file watch.
-            trigger.yield(.changed)
+            // A sign-out or a refresh may have changed the state: the objects show it now, not
+            // only after the signal or the file watch. A read changes nothing.
+            if changing { trigger.yield(.changed) }
         }
     }
 
@@ -527,15 +541,17 @@ public final class LoginService: Sendable {
     // MARK: - Stopping
 
     /// Releases the name first — from then on a call to it starts a new `serve` — then answers
-    /// the calls that reached this one, and leaves the bus tidy.
+    /// the calls that reached this one, lets a background refresh under way store its tokens,
+    /// and leaves the bus tidy.
+    ///
+    /// A name taken over (`replaced`) is not ours to release: GLib would ask the bus anyway and
+    /// print a warning at its refusal, so its small record is left to the process's exit.
     private func stop(_ objects: Exported, state: RunState, calls: CallCounter, loop: MainLoopThread,
-                      connection: GDBus.Connection) async {
+                      connection: GDBus.Connection, replaced: Bool) async {
         state.idleTimer?.cancel()
         for timer in state.timers.values { timer.task.cancel() }
         let owner = await loop.performAndWait { () -> UInt32 in defer { objects.nameOwner = 0 }; return objects.nameOwner }
-        // A name taken over is not ours to release: GLib would still send `ReleaseName` and
-        // print a warning on stderr at the bus's "not owner" reply. The process ends anyway.
-        if owner != 0 && !state.replaced { BusObjects.unownName(owner) }
+        if owner != 0 && !replaced { BusObjects.unownName(owner) }
         // Calls routed here before the name was released are dispatched on the loop by now.
         await loop.performAndWait {}
         await calls.drained(within: .seconds(30))
