@@ -90,8 +90,8 @@ install: install-prerequisites
 	    for page in "$$pages"/*.1; do install -D -m 0644 "$$page" "$$ROOT/share/man/man1/$${page##*/}" || exit; done
 
 # Removes exactly what `install` put there. The man pages are those the generator makes from the
-# installed binary's command definitions (so they match what was installed, even if the sources
-# have changed since); the binary goes last, so an interrupted uninstall can run again. Directories
+# installed binary's command definitions, and the interfaces those installed (so both match what was
+# installed, even if the sources have changed since); the binary goes last, so an interrupted uninstall can run again. Directories
 # stay, empty or not, as they may have existed before.
 uninstall: manual-tool
 	$(CHECK_PREFIX)
@@ -99,7 +99,8 @@ uninstall: manual-tool
 	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
 	    $(BIN)/generate-manual --multi-page -o "$$pages" "$$ROOT/bin/authctl" && \
 	    for page in "$$pages"/*.1; do rm -f "$$ROOT/share/man/man1/$${page##*/}" || exit; done
-	for file in $(filter-out bin/authctl,$(INSTALLED)) bin/authctl; do rm -f "$$ROOT/$$file" || exit; done
+	rm -f "$$ROOT"/share/dbus-1/interfaces/io.github.authctl.*.xml
+	for file in $(filter-out bin/authctl share/dbus-1/interfaces/%,$(INSTALLED)) bin/authctl; do rm -f "$$ROOT/$$file" || exit; done
 
 # The GDBus skeletons of `authctl serve` (Sources/CAuthctlBus), generated from the interface files in
 # data/; InterfaceFileTests checks that they match.

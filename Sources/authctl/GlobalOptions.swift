@@ -54,11 +54,12 @@ struct GlobalOptions: ParsableArguments {
         makeController(service: try resolvedService())
     }
 
-    /// The controller of `service`, on the bus at `busAddress` (`nil`: the session bus).
-    func makeController(service: ServiceName, busAddress: String? = nil) -> AuthController {
+    /// The controller of `service`, on the bus at `busAddress` (`nil`: the session bus);
+    /// `prompting: false` never shows the keyring's unlock prompt, whatever the options say.
+    func makeController(service: ServiceName, busAddress: String? = nil, prompting: Bool = true) -> AuthController {
         AuthController(
             service: service,
-            keyring: SecretServiceStore(promptAllowed: promptAllowed, promptTimeout: keyringTimeout ?? 60,
+            keyring: SecretServiceStore(promptAllowed: prompting && promptAllowed, promptTimeout: keyringTimeout ?? 60,
                                         callTimeout: keyringTimeout ?? 5, busAddress: busAddress),
             settings: KeyFileSettingsStore(directory: Self.settingsDirectory()),
             broadcaster: DBusBroadcaster(busAddress: busAddress),

@@ -337,6 +337,32 @@ struct ServeTests {
         try await scenario.authctl("sign-out").expect(0)
     }
 
+    @Test("a slow background refresh keeps serve quiet: no re-reading of the keyring while the server thinks")
+    func quietDuringSlowRefresh() async throws {
+        let sandbox = try await OwnSandbox.start()
+        defer { sandbox.stop() }
+        let server = try TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 5, "refresh_delay": 3])
+        let scenario = try await Scenario(sandbox: sandbox)
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        let (serve, owner) = try await scenario.startServe()
+        defer { serve.signal(SIGTERM) }
+        let searches = try await BusMonitor(scenario, rules: ["type='method_call',interface='org.freedesktop.Secret.Service',member='SearchItems'"])
+        // The background refresh at about 80% of 5 s, answered 3 s later.
+        #expect(await until(timeout: 30) { (try? server.count("refresh")) ?? 0 >= 1 })
+        let asked = try #require(try server.log().first { $0["endpoint"] as? String == "refresh" }?["time"] as? Double)
+        // Its answer is stored: the expiry moves.
+        let before = microseconds(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"])
+        #expect(await until(timeout: 30) {
+            guard let now = try? await scenario.authctl("status", "--json") else { return false }
+            return self.microseconds(self.json(now)["accessTokenExpiresAt"]) != before
+        })
+        let during = searches.messages.filter { $0.sender == owner && $0.time > asked + 0.2 && $0.time < asked + 2.8 }
+        // A re-read is a few searches; a serve that woke itself while the token was still due
+        // made about 400 a second.
+        #expect(during.count < 20, "serve searched the keyring \(during.count) times during a 3 s refresh")
+    }
+
     @Test("the `expired` event within 1 s of the refresh token's expiry, from the name's owner, with no command running")
     func expiredOnTime() async throws {
         let server = try TokenServer()

@@ -73,6 +73,7 @@ enum BusObjects {
         /// The unique bus name of the caller.
         let sender: String
 
+        /// The corresponding C function is `g_dbus_method_invocation_get_sender`.
         init(skeleton: OpaquePointer, pointer: OpaquePointer) {
             self.skeleton = skeleton
             self.pointer = pointer
@@ -205,8 +206,8 @@ enum BusObjects {
         let object: UnsafeMutablePointer<GDBusObjectSkeleton>
         private let session: OpaquePointer
 
-        /// The corresponding C functions are `g_dbus_object_skeleton_new` and
-        /// `authctl_session1_skeleton_new`.
+        /// The corresponding C functions are `g_dbus_object_skeleton_new`,
+        /// `authctl_session1_skeleton_new` and `g_dbus_object_skeleton_add_interface`.
         init(path: String) {
             self.path = path
             object = g_dbus_object_skeleton_new(path)
@@ -273,29 +274,14 @@ enum BusObjects {
         init(_ receive: @escaping @Sendable () -> Void) { self.receive = receive }
     }
 
-    /// Subscribes to every signal of `interface` (any member, path and sender) — used for the
-    /// Secret Service's `ItemCreated`, `ItemDeleted` and `ItemChanged` of any collection, and
-    /// for `LoginStatusChanged` of any service; the handler gets the first argument when it is
-    /// a string. `sender`, `member` and `arg0` narrow the match rule the bus applies.
-    /// The corresponding C function is `g_dbus_connection_signal_subscribe`.
-    static func subscribe(_ connection: GDBus.Connection, sender: String? = nil, interface: String, member: String? = nil,
-                          path: String? = nil, arg0: String? = nil, _ handler: GDBus.SignalHandler) -> UInt32 {
-        g_dbus_connection_signal_subscribe(
-            connection.pointer, sender, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
-            { _, _, _, _, _, parameters, userData in
-                guard let parameters, let userData else { return }
-                Unmanaged<GDBus.SignalHandler>.fromOpaque(userData).takeUnretainedValue().receive(GDBus.decodeSignal(parameters))
-            },
-            Unmanaged.passRetained(handler).toOpaque(),
-            { userData in if let userData { Unmanaged<GDBus.SignalHandler>.fromOpaque(userData).release() } })
-    }
-
     /// A watch on a file (through inotify): the handler runs when it is created, changed,
     /// replaced by a rename or deleted. The corresponding C function is `g_file_monitor_file`.
     final class FileWatch: @unchecked Sendable {
         // Sendable: only the loop's thread touches it after creation (see the type's note).
         private let monitor: UnsafeMutablePointer<GFileMonitor>
 
+        /// The corresponding C functions are `g_file_new_for_path`, `g_file_monitor_file` and
+        /// `g_signal_connect_data` on its `changed` signal.
         init(path: String, _ handler: ChangeHandler) throws(GLibError) {
             let file = g_file_new_for_path(path)
             defer { authctl_object_unref(UnsafeMutableRawPointer(file)) }

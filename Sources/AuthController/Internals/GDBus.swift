@@ -28,7 +28,7 @@ enum GDBus {
         deinit { authctl_object_unref(UnsafeMutableRawPointer(pointer)) }
     }
 
-    /// A value inside the `a{sv}` details dictionary of a signal.
+    /// A value inside an `a{sv}` dictionary: a signal's details, `GetStatus`'s fields.
     enum Value: Sendable, Equatable {
         case string(String)
         case uint64(UInt64)
@@ -175,7 +175,8 @@ extension GDBus {
         let details: [String: Value]
     }
 
-    /// Decodes `(s…sa{sv})` parameters (strings and uint64 details only).
+    /// Decodes `(s…sa{sv})` parameters: the strings, and the details that are strings, uint64s
+    /// or booleans (other arguments and values are left out).
     static func decodeSignal(_ parameters: OpaquePointer) -> ReceivedSignal {
         let signature = String(cString: g_variant_get_type_string(parameters))
         var strings: [String] = []
@@ -208,7 +209,8 @@ extension GDBus {
     }
 }
 
-/// A GLib main context iterated on a thread of its own, for receiving D-Bus signals.
+/// A GLib main context iterated on a thread of its own: D-Bus signals, and `serve`'s objects,
+/// are dispatched there.
 /// Everything attached to its context runs on that thread.
 final class MainLoopThread: @unchecked Sendable {
     // Sendable: `context` never changes and a GLib main context is thread-safe
@@ -260,9 +262,11 @@ final class MainLoopThread: @unchecked Sendable {
                                    { userData in if let userData { Unmanaged<Work>.fromOpaque(userData).release() } })
     }
 
-    /// Runs `body` on the loop's thread and returns its result.
+    /// Runs `body` on the loop's thread and returns its result. Only while the loop runs: after
+    /// ``stop()`` nobody would run `body`, and the caller would wait for ever.
     func performAndWait<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
+        precondition(!stopping.load(ordering: .acquiring), "performAndWait after the loop stopped")
+        return await withCheckedContinuation { continuation in
             perform { continuation.resume(returning: body()) }
         }
     }
@@ -289,23 +293,22 @@ extension GDBus {
         init(_ receive: @escaping @Sendable (ReceivedSignal) -> Void) { self.receive = receive }
     }
 
-    /// Subscribes to broadcast signals matching interface, member, path and `arg0`, from any
-    /// sender. Call inside ``MainLoopThread/withContext(_:)``.
+    /// Subscribes to broadcast signals of `interface`; `sender`, `member`, `path` and `arg0`
+    /// (each `nil` for any) narrow the match rule the bus applies. The handler runs on the main
+    /// context that is the thread default here (call inside ``MainLoopThread/withContext(_:)``
+    /// or on the loop's thread), with the decoded arguments.
     /// The corresponding C function is `g_dbus_connection_signal_subscribe`.
-    static func connectionSignalSubscribe(_ connection: Connection, interface: String, member: String, path: String,
-                                          arg0: String, handler: SignalHandler) -> UInt32 {
-        let userData = Unmanaged.passRetained(handler).toOpaque()
-        return g_dbus_connection_signal_subscribe(
-            connection.pointer, nil, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
+    static func connectionSignalSubscribe(_ connection: Connection, sender: String? = nil, interface: String,
+                                          member: String? = nil, path: String? = nil, arg0: String? = nil,
+                                          handler: SignalHandler) -> UInt32 {
+        g_dbus_connection_signal_subscribe(
+            connection.pointer, sender, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
             { _, _, _, _, _, parameters, userData in
                 guard let parameters, let userData else { return }
-                let handler = Unmanaged<SignalHandler>.fromOpaque(userData).takeUnretainedValue()
-                handler.receive(GDBus.decodeSignal(parameters))
+                Unmanaged<SignalHandler>.fromOpaque(userData).takeUnretainedValue().receive(GDBus.decodeSignal(parameters))
             },
-            userData,
-            { userData in
-                if let userData { Unmanaged<SignalHandler>.fromOpaque(userData).release() }
-            })
+            Unmanaged.passRetained(handler).toOpaque(),
+            { userData in if let userData { Unmanaged<SignalHandler>.fromOpaque(userData).release() } })
     }
 
     /// The corresponding C function is `g_dbus_connection_remove_filter`.

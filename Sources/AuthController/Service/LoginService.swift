@@ -100,18 +100,32 @@ public final class LoginService: Sendable {
         case changed
         /// A re-read finished (`nil`: the settings could not be read; nothing changed).
         case synced([ServiceName: Schedule]?)
-        /// A service's timer fired: its token is due for refresh, or its session ends.
-        case wake(ServiceName)
+        /// The timer a service set for `at` fired: its token is due for refresh, or its
+        /// session ends (or the timer's longest sleep passed; see ``longestSleep``).
+        case wake(ServiceName, at: UInt64)
         /// A background refresh finished (`retry`: it failed, try again later).
         case refreshed(ServiceName, retry: Bool)
-        /// A method call arrived (`sender`) or one of ours ended.
+        /// A method call from `sender` reached this connection (any object and interface).
         case called(String)
+        /// One of this service's method calls was answered.
         case callEnded
         /// A peer that had called left the bus.
         case callerLeft(String)
+        /// The idle check's time came.
         case idleTimer
-        case nameAcquired, nameLost, busClosed, signalled
+        /// The outcome of asking for the name: ours, or taken (at once, or later by a
+        /// `serve --replace`).
+        case nameAcquired, nameLost
+        /// The bus connection closed.
+        case busClosed
+        /// SIGINT or SIGTERM arrived.
+        case signalled
     }
+
+    /// The longest a timer sleeps before the loop looks again. Timers are set from the wall
+    /// clock but sleep on the monotonic one: after the wall clock steps (NTP after a resume),
+    /// a refresh or a session's end is still noticed within this.
+    static let longestSleep: UInt64 = 60_000_000
 
     /// When a service needs the loop again: its token's refresh time and its session's end.
     struct Schedule: Sendable, Equatable {
@@ -127,7 +141,10 @@ public final class LoginService: Sendable {
     public func run(signals: AsyncStream<ProcessSignal>) async throws(AuthError) -> Ending {
         let bus = SessionBus.shared(address: busAddress)
         let loop = MainLoopThread()
-        // Made on the loop's context, so that its `closed` notification arrives on the loop.
+        // The process's connection to the bus (shared with the controllers, so that their signals
+        // come from the name's owner), made here on the loop's context so that its `closed`
+        // notification arrives on the loop. Had the process connected before, it would come
+        // elsewhere; the name's loss, which GDBus reports too, still ends serve (69).
         let connection = try loop.withContext { () throws(AuthError) in try bus.connection(timeout: 5) }
         let (triggers, trigger) = AsyncStream<Trigger>.makeStream()
         GDBus.connectionOnClosed(connection, GDBus.ClosedHandler { trigger.yield(.busClosed) })
@@ -163,7 +180,7 @@ public final class LoginService: Sendable {
         // Until the name is ours, only the name's outcome, the bus and signals matter.
         loop: for await event in triggers {
             switch event {
-            case .nameAcquired where !state.ownsName:
+            case .nameAcquired:
                 state.ownsName = true
                 startSync(&state, trigger: trigger)
                 rearmIdleTimer(&state, trigger: trigger)
@@ -185,20 +202,21 @@ public final class LoginService: Sendable {
                 ending = .success(.signalled)
                 break loop
             case .changed where state.ownsName:
-                if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
+                requestSync(&state, trigger: trigger)
             case .synced(let schedules):
-                state.syncing = false
+                state.sync = nil
                 if let schedules { reschedule(&state, schedules, trigger: trigger) }
                 if state.dirty { state.dirty = false; startSync(&state, trigger: trigger) }
                 rearmIdleTimer(&state, trigger: trigger)
-            case .wake(let service):
-                state.timers[service] = nil
+            case .wake(let service, let at):
+                // A timer replaced after it fired is not this one: that one stays set.
+                if state.timers[service]?.at == at { state.timers[service] = nil }
                 if let schedule = state.schedules[service], let refreshAt = schedule.refreshAt, refreshAt <= Posix.wallClockMicroseconds(),
                    !state.refreshing.contains(service) {
                     state.refreshing.insert(service)
                     startRefresh(service, minValid: schedule.minValid, calls: calls, trigger: trigger)
                 }
-                if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
+                requestSync(&state, trigger: trigger)
             case .refreshed(let service, let retry):
                 state.refreshing.remove(service)
                 if retry {
@@ -211,7 +229,7 @@ public final class LoginService: Sendable {
                     state.backoff[service] = nil
                     state.notBefore[service] = Posix.wallClockMicroseconds().addingClamped(1_000_000)
                 }
-                if state.syncing { state.dirty = true } else { startSync(&state, trigger: trigger) }
+                requestSync(&state, trigger: trigger)
             case .called(let sender):
                 state.lastActivity = .now
                 if !state.callers.contains(sender) && state.callers.count < 256 {
@@ -250,7 +268,8 @@ public final class LoginService: Sendable {
     struct RunState {
         let idleExit: Double?
         var ownsName = false
-        var syncing = false
+        /// The re-read under way, if any; `stop` waits for it.
+        var sync: Task<Void, Never>?
         var dirty = false
         var schedules: [ServiceName: Schedule] = [:]
         /// Each service's pending wake-up and the moment it is for.
@@ -273,9 +292,14 @@ public final class LoginService: Sendable {
         }
     }
 
+    /// Re-reads now, or — when a re-read is under way — once more after it, however many
+    /// triggers came meanwhile (a flood of signals is one re-read at a time).
+    private func requestSync(_ state: inout RunState, trigger: AsyncStream<Trigger>.Continuation) {
+        if state.sync != nil { state.dirty = true } else { startSync(&state, trigger: trigger) }
+    }
+
     private func startSync(_ state: inout RunState, trigger: AsyncStream<Trigger>.Continuation) {
-        state.syncing = true
-        Task { trigger.yield(.synced(await self.syncAll())) }
+        state.sync = Task { trigger.yield(.synced(await self.syncAll())) }
     }
 
     private func reschedule(_ state: inout RunState, _ schedules: [ServiceName: Schedule], trigger: AsyncStream<Trigger>.Continuation) {
@@ -285,6 +309,13 @@ public final class LoginService: Sendable {
             state.timers[service] = nil
         }
         for (service, var schedule) in schedules {
+            // A refresh under way ends with a re-read that sets the next timer; a timer now
+            // would find the token still due and wake the loop at once, again and again.
+            if state.refreshing.contains(service) {
+                state.timers[service]?.task.cancel()
+                state.timers[service] = nil
+                continue
+            }
             // A refresh that failed is tried again after a pause, never in a tight loop.
             if let refreshAt = schedule.refreshAt, let notBefore = state.notBefore[service] {
                 schedule.refreshAt = max(refreshAt, notBefore)
@@ -293,11 +324,12 @@ public final class LoginService: Sendable {
             // until the moment it was for, so re-arming on every re-read would pile them up.
             guard let next = schedule.next, state.timers[service]?.at != next else { continue }
             state.timers[service]?.task.cancel()
-            let delay = next > Posix.wallClockMicroseconds() ? next - Posix.wallClockMicroseconds() : 0
+            let now = Posix.wallClockMicroseconds()
+            let delay = min(next > now ? next - now : 0, Self.longestSleep)
             // A few milliseconds late rather than early: the session's end is judged by the clock.
             state.timers[service] = (next, Task {
                 try? await Task.sleep(for: .microseconds(Int64(clamping: delay) + 5_000))
-                if !Task.isCancelled { trigger.yield(.wake(service)) }
+                if !Task.isCancelled { trigger.yield(.wake(service, at: next)) }
             })
         }
     }
@@ -485,13 +517,19 @@ public final class LoginService: Sendable {
         objects.manager.setConnection(connection)
         let changed = GDBus.SignalHandler { _ in trigger.yield(.changed) }
         objects.subscriptions = [
-            BusObjects.subscribe(connection, interface: DBusBroadcaster.interface, path: DBusBroadcaster.objectPath, changed),
-            BusObjects.subscribe(connection, interface: "org.freedesktop.Secret.Collection", changed),
+            GDBus.connectionSignalSubscribe(connection, interface: DBusBroadcaster.interface, path: DBusBroadcaster.objectPath,
+                                            handler: changed),
+            // ItemCreated, ItemDeleted, ItemChanged of any collection, from any sender: a forged
+            // one only makes serve look at the keyring itself.
+            GDBus.connectionSignalSubscribe(connection, interface: "org.freedesktop.Secret.Collection", handler: changed),
             // A keyring daemon that (re)starts announces no items: what it holds is read again.
-            BusObjects.subscribe(connection, sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
-                                 member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arg0: "org.freedesktop.secrets", changed),
+            GDBus.connectionSignalSubscribe(connection, sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                            member: "NameOwnerChanged", path: "/org/freedesktop/DBus",
+                                            arg0: "org.freedesktop.secrets", handler: changed),
         ]
         if let settingsFile {
+            // Without the watch (no inotify left), changes that send no event show at the next
+            // one; the rest of serve works, so it is not a reason to stop.
             objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, BusObjects.ChangeHandler { trigger.yield(.changed) })
         }
         objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
@@ -550,7 +588,12 @@ public final class LoginService: Sendable {
                       connection: GDBus.Connection, replaced: Bool) async {
         state.idleTimer?.cancel()
         for timer in state.timers.values { timer.task.cancel() }
+        // A re-read under way may end a session: its event must still come from the name, and
+        // it must not find the loop stopped.
+        await state.sync?.value
         let owner = await loop.performAndWait { () -> UInt32 in defer { objects.nameOwner = 0 }; return objects.nameOwner }
+        // Released from this thread: `g_bus_unown_name` waits for the bus's answer, which the
+        // loop's thread must not do; GLib allows it from any thread.
         if owner != 0 && !replaced { BusObjects.unownName(owner) }
         // Calls routed here before the name was released are dispatched on the loop by now.
         await loop.performAndWait {}

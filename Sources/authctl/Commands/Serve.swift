@@ -9,8 +9,9 @@ struct Serve: AsyncParsableCommand {
             /io/github/authctl/AuthController1, with an io.github.authctl.Session1 object per service \
             whose properties follow every change, and an ObjectManager listing them. Refreshes the \
             tokens of signed-in services bound to a token server before they expire, and ends a \
-            session when its refresh token expires or its keyring item is removed. No other \
-            command needs it.
+            session when its refresh token expires or its keyring item is removed. It never shows \
+            the keyring's unlock prompt (nobody asked for it): while the keyring is locked, calls \
+            that need a secret fail with io.github.authctl.Error.Unavailable. No other command needs it.
             Exit status: 0 on SIGINT/SIGTERM, when another serve --replace takes the name over, or \
             after --idle-exit; 69 when the name is taken or the session bus goes away.
             """
@@ -26,6 +27,9 @@ struct Serve: AsyncParsableCommand {
     var idleExit: Double?
 
     func validate() throws {
+        if global.service != nil {
+            throw ValidationError("serve serves every service at once; --service does not apply (each method takes the service)")
+        }
         if let idleExit, !(idleExit > 0 && idleExit <= 315_360_000) {
             throw ValidationError("--idle-exit takes a number of seconds greater than 0 and at most 315360000 (ten years)")
         }
@@ -37,10 +41,10 @@ struct Serve: AsyncParsableCommand {
             ? ProcessEnvironment.value("DBUS_STARTER_ADDRESS") : nil
         let settings = KeyFileSettingsStore(directory: GlobalOptions.settingsDirectory())
         let global = self.global
-        let service = LoginService(settings: settings, settingsFile: settings.filePath, busAddress: busAddress,
-                                   replace: replace, idleExit: idleExit) { service in
-            global.makeController(service: service, busAddress: busAddress)
+        let loginService = LoginService(settings: settings, settingsFile: settings.filePath, busAddress: busAddress,
+                                        replace: replace, idleExit: idleExit) { service in
+            global.makeController(service: service, busAddress: busAddress, prompting: false)
         }
-        _ = try await service.run(signals: ProcessSignal.deliveries(of: [.interrupt, .terminate]))
+        _ = try await loginService.run(signals: ProcessSignal.deliveries(of: [.interrupt, .terminate]))
     }
 }
