@@ -337,6 +337,14 @@ struct ServeTests {
         try await scenario.authctl("sign-out").expect(0)
     }
 
+    @Test("serve serves every service: --service is a usage error (64), and so are bad --idle-exit values",
+          arguments: [["--service", "x"], ["--idle-exit", "0"], ["--idle-exit", "nan"], ["--idle-exit", "-1"]])
+    func usage(arguments: [String]) async throws {
+        let (scenario, _) = try await SharedServe.scenario()
+        let run = try await scenario.authctl(["serve"] + arguments)
+        #expect(run.status == 64 && run.stderr.hasPrefix("authctl: ") && run.stderr.split(separator: "\n").count == 1, "\(run)")
+    }
+
     @Test("a slow background refresh keeps serve quiet: no re-reading of the keyring while the server thinks")
     func quietDuringSlowRefresh() async throws {
         let sandbox = try await OwnSandbox.start()
