@@ -256,7 +256,11 @@ public final class AuthController: Sendable {
     /// The login status. Never prompts, and works while the keyring is locked.
     public func status() throws(AuthError) -> LoginStatus {
         let record = try intactRecord()
-        let locked = try keyring.isLocked()
+        return try status(of: record, keyringLocked: try keyring.isLocked())
+    }
+
+    /// The status `record` describes, looking in the keyring for its user's item only.
+    func status(of record: SessionRecord, keyringLocked locked: Bool) throws(AuthError) -> LoginStatus {
         var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
         status.server = record.binding?.server
         // A bound session also ends when its refresh token's known expiry has passed.

@@ -31,10 +31,10 @@ public final class InMemorySettingsStore: SettingsStore {
         }
     }
 
-    public func services() throws(AuthError) -> [ServiceName] {
-        try state.withLock { (state) throws(AuthError) -> [ServiceName] in
+    public func readAll() throws(AuthError) -> [ServiceName: SettingsRead] {
+        try state.withLock { (state) throws(AuthError) -> [ServiceName: SettingsRead] in
             if let corruption = state.corruption { throw .settingsUnsafe(corruption) }
-            return state.records.keys.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+            return state.records.mapValues { SettingsRead(record: $0) }
         }
     }
 

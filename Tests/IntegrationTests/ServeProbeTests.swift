@@ -86,6 +86,13 @@ extension ServeProbeTests {
         var scenario = try await Scenario(sandbox: sandbox)
         let server = try TokenServer()
         try await scenario.authctl("server", "set", server.oauth2).expect(0)
+        // The settings name a user, whose item only a keyring can confirm (nobody signed in
+        // needs no keyring to be shown as such).
+        let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
+            .replacingOccurrences(of: "[\(scenario.service)]\n", with: "[\(scenario.service)]\nuser=alice\n")
+        try settings.write(toFile: scenario.settingsFile + ".new", atomically: false, encoding: .utf8)
+        chmod(scenario.settingsFile + ".new", 0o600)
+        #expect(rename(scenario.settingsFile + ".new", scenario.settingsFile) == 0)
         let serve = try await scenario.start(["serve"])
         defer { serve.signal(SIGTERM) }
         #expect(try await scenario.gdbus("wait", "--session", "--timeout", "20", LoginService.busName).status == 0)
@@ -94,7 +101,8 @@ extension ServeProbeTests {
         var objects = try await managedObjects(scenario)
         #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <''>"), "\(objects)\n\(serve.stderr)")
 
-        // A keyring daemon appears: serve reads the state again without any other trigger.
+        // A keyring daemon appears: serve reads the state again without any other trigger (and
+        // ends alice's session, whose item the new keyring does not hold).
         let keyringData = sandbox.directory + "/keyring-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: keyringData, withIntermediateDirectories: true)
         scenario.extraEnvironment["XDG_DATA_HOME"] = keyringData

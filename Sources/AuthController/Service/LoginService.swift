@@ -379,20 +379,26 @@ public final class LoginService: Sendable {
     /// State that cannot be read (the keyring gone) is unknown, not absent: the service keeps
     /// its object as it was (SPEC §11) and nothing is scheduled for it until a later re-read.
     private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
-        guard let objects = exportedObjects.withLock({ $0 }), let services = try? settings.services() else { return nil }
-        knownServices.withLock { $0 = Set(services) }
+        // One read of the file for every service: a re-read costs one parse however many
+        // services there are, and a keyring search only for those with someone signed in.
+        guard let objects = exportedObjects.withLock({ $0 }), var reads = try? settings.readAll() else { return nil }
+        knownServices.withLock { $0 = Set(reads.keys) }
         var schedules: [ServiceName: Schedule] = [:]
         var properties: [ServiceName: BusObjects.SessionProperties?] = [:]
-        for service in services {
+        for (service, read) in reads {
             let controller = controller(for: service)
-            // A removed item or an expired refresh token: the event goes out now.
-            if endingSessions { _ = try? controller.endSessionIfOver() }
-            guard let status = try? controller.status(), let record = try? controller.intactRecord() else {
+            // A removed item or an expired refresh token: the event goes out now, and the
+            // record is read again.
+            if endingSessions, read.record.user != nil, let ended = try? controller.endSessionIfOver(), !ended.events.isEmpty {
+                reads[service] = try? settings.read(service: service)
+            }
+            guard let read = reads[service], read.corruption == nil,
+                  let status = try? controller.status(of: read.record, keyringLocked: false) else {
                 properties[service] = .some(nil)
                 continue
             }
             properties[service] = Self.properties(status)
-            schedules[service] = Self.schedule(status, record)
+            schedules[service] = Self.schedule(status, read.record)
         }
         let shown = properties
         await objects.loop.performAndWait { objects.show(shown) }

@@ -24,18 +24,30 @@ public struct KeyFileSettingsStore: SettingsStore {
         guard try checkDirectory(), let bytes = try readFileBytes() else { return SettingsRead(record: SessionRecord()) }
         switch Self.decode(bytes, service: service) {
         case .success(let (_, record)): return SettingsRead(record: record)
-        case .failure(let corrupt):
-            return SettingsRead(record: SessionRecord(), corruption:
-                "the settings file \(filePath) is corrupt (\(corrupt.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+        case .failure(let corrupt): return SettingsRead(record: SessionRecord(), corruption: corruption(corrupt))
         }
     }
 
-    public func services() throws(AuthError) -> [ServiceName] {
-        guard try checkDirectory(), let bytes = try readFileBytes() else { return [] }
-        guard let keyFile = try? KeyFile(parsing: bytes) else {
-            throw .settingsUnsafe("the settings file \(filePath) is corrupt (it is not a key file); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+    public func readAll() throws(AuthError) -> [ServiceName: SettingsRead] {
+        guard try checkDirectory(), let bytes = try readFileBytes() else { return [:] }
+        let keyFile: KeyFile
+        do throws(GLibError) { keyFile = try KeyFile(parsing: bytes) } catch {
+            throw .settingsUnsafe(corruption(Corrupt(reason: error.message)))
         }
-        return keyFile.groups().compactMap { try? ServiceName(validating: $0) }.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+        var reads: [ServiceName: SettingsRead] = [:]
+        for group in keyFile.groups() {
+            guard let service = try? ServiceName(validating: group) else { continue }
+            do throws(Corrupt) {
+                reads[service] = SettingsRead(record: try Self.record(in: keyFile, service: service))
+            } catch {
+                reads[service] = SettingsRead(record: SessionRecord(), corruption: corruption(error))
+            }
+        }
+        return reads
+    }
+
+    private func corruption(_ corrupt: Corrupt) -> String {
+        "the settings file \(filePath) is corrupt (\(corrupt.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt"
     }
 
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {

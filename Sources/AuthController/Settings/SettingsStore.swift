@@ -49,9 +49,10 @@ public protocol SettingsStore: Sendable {
     /// unsafe file throws (78); a corrupt one is reported in ``SettingsRead/corruption``.
     func read(service: ServiceName) throws(AuthError) -> SettingsRead
 
-    /// The services that have a group in the settings, sorted by bytes; none when the file is
-    /// missing. A file that does not parse is ``AuthError/settingsUnsafe(_:)``. Never writes.
-    func services() throws(AuthError) -> [ServiceName]
+    /// Every service that has a group in the settings, with what reading it found (as
+    /// ``read(service:)`` would), from one read of the file; none when the file is missing. A
+    /// file that does not parse at all is ``AuthError/settingsUnsafe(_:)``. Never writes.
+    func readAll() throws(AuthError) -> [ServiceName: SettingsRead]
 
     /// Writes `record` as the group of `service`, keeping every other group and key. A corrupt
     /// file is first kept aside as `settings.ini.corrupt`; its path is returned then.
