@@ -204,6 +204,8 @@ enum BusObjects {
         let path: String
         let object: UnsafeMutablePointer<GDBusObjectSkeleton>
         private let session: OpaquePointer
+        /// The properties last set.
+        private(set) var shown = SessionProperties()
 
         /// The corresponding C functions are `g_dbus_object_skeleton_new` and
         /// `authctl_session1_skeleton_new`.
@@ -223,6 +225,7 @@ enum BusObjects {
         /// `PropertiesChanged` with those that differ, from an idle callback of the loop.
         /// The corresponding C functions are the generated `authctl_session1_set_*`.
         func update(_ properties: SessionProperties) {
+            shown = properties
             authctl_session1_set_service(session, properties.service)
             authctl_session1_set_signed_in(session, properties.signedIn ? 1 : 0)
             authctl_session1_set_user(session, properties.user)

@@ -344,14 +344,27 @@ public final class LoginService: Sendable {
     /// cannot be read (unsafe, corrupt, unreadable): the objects then stay as they were, and
     /// GetStatus says why.
     ///
+    /// The settings are read once, not once per service: a change re-reads everything, and a
+    /// settings file with hundreds of services made each re-read cost seconds of CPU and
+    /// PropertiesChanged come late. A service nobody is signed in to whose record is what its
+    /// object already shows is left alone: its state is all in that record (the keyring and
+    /// the clock only end sessions).
+    ///
     /// State that cannot be read (the keyring gone) is unknown, not absent: the service keeps
     /// its object as it was (SPEC §11) and nothing is scheduled for it until a later re-read.
     private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
-        guard let objects = exportedObjects.withLock({ $0 }), let services = try? settings.services() else { return nil }
-        knownServices.withLock { $0 = Set(services) }
+        guard let objects = exportedObjects.withLock({ $0 }), let reads = try? settings.readAll() else { return nil }
+        knownServices.withLock { $0 = Set(reads.map(\.service)) }
+        let shown = shownProperties.withLock { $0 }
         var schedules: [ServiceName: Schedule] = [:]
         var properties: [ServiceName: BusObjects.SessionProperties?] = [:]
-        for service in services {
+        for (service, read) in reads {
+            if read.corruption == nil, read.record.user == nil, let current = shown[service],
+               current == Self.signedOutProperties(service, read.record) {
+                properties[service] = .some(nil)
+                schedules[service] = Schedule()
+                continue
+            }
             let controller = controller(for: service)
             // A removed item or an expired refresh token: the event goes out now.
             if endingSessions { _ = try? controller.endSessionIfOver() }
@@ -362,10 +375,14 @@ public final class LoginService: Sendable {
             properties[service] = Self.properties(status)
             schedules[service] = Self.schedule(status, record)
         }
-        let shown = properties
-        await objects.loop.performAndWait { objects.show(shown) }
+        let values = properties
+        let nowShown = await objects.loop.performAndWait { objects.show(values) }
+        shownProperties.withLock { $0 = nowShown }
         return schedules
     }
+
+    /// What each service's object showed after the last re-read (see ``syncAll(endingSessions:)``).
+    private let shownProperties = Mutex<[ServiceName: BusObjects.SessionProperties]>([:])
 
     static func properties(_ status: LoginStatus) -> BusObjects.SessionProperties {
         BusObjects.SessionProperties(
@@ -374,6 +391,14 @@ public final class LoginService: Sendable {
             signedInAt: status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) ?? 0, sequence: status.sequence,
             server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt ?? 0,
             refreshTokenExpiresAt: status.refreshTokenExpiresAt ?? 0)
+    }
+
+    /// The properties of a service nobody is signed in to, as ``AuthController/status()``
+    /// gives them: all from its record.
+    static func signedOutProperties(_ service: ServiceName, _ record: SessionRecord) -> BusObjects.SessionProperties {
+        var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: false)
+        status.server = record.binding?.server
+        return properties(status)
     }
 
     /// A signed-in bound service's access token is refreshed at about 80% of its lifetime (a
@@ -421,8 +446,9 @@ public final class LoginService: Sendable {
         /// Exports new services' objects (the manager announces them), updates the others
         /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
         /// whose settings group is gone. A service whose state is unknown (`nil`) keeps what
-        /// its object shows; a new one shows its name only.
-        func show(_ properties: [ServiceName: BusObjects.SessionProperties?]) {
+        /// its object shows; a new one shows its name only. Returns what every object shows.
+        @discardableResult
+        func show(_ properties: [ServiceName: BusObjects.SessionProperties?]) -> [ServiceName: BusObjects.SessionProperties] {
             for (service, object) in sessions where properties[service] == nil {
                 manager.unexport(object)
                 sessions[service] = nil
@@ -437,6 +463,7 @@ public final class LoginService: Sendable {
                     sessions[service] = object
                 }
             }
+            return sessions.mapValues(\.shown)
         }
 
         func watchCaller(_ sender: String, connection: GDBus.Connection, _ vanished: GDBus.ClosedHandler) {

@@ -24,10 +24,12 @@ public struct KeyFileSettingsStore: SettingsStore {
         guard try checkDirectory(), let bytes = try readFileBytes() else { return SettingsRead(record: SessionRecord()) }
         switch Self.decode(bytes, service: service) {
         case .success(let (_, record)): return SettingsRead(record: record)
-        case .failure(let corrupt):
-            return SettingsRead(record: SessionRecord(), corruption:
-                "the settings file \(filePath) is corrupt (\(corrupt.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+        case .failure(let corrupt): return SettingsRead(record: SessionRecord(), corruption: corruption(corrupt))
         }
+    }
+
+    private func corruption(_ corrupt: Corrupt) -> String {
+        "the settings file \(filePath) is corrupt (\(corrupt.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt"
     }
 
     public func services() throws(AuthError) -> [ServiceName] {
@@ -36,6 +38,22 @@ public struct KeyFileSettingsStore: SettingsStore {
             throw .settingsUnsafe("the settings file \(filePath) is corrupt (it is not a key file); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
         }
         return keyFile.groups().compactMap { try? ServiceName(validating: $0) }.sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+    }
+
+    public func readAll() throws(AuthError) -> [(service: ServiceName, read: SettingsRead)] {
+        guard try checkDirectory(), let bytes = try readFileBytes() else { return [] }
+        guard let keyFile = try? KeyFile(parsing: bytes) else {
+            throw .settingsUnsafe("the settings file \(filePath) is corrupt (it is not a key file); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt")
+        }
+        let services = keyFile.groups().compactMap { try? ServiceName(validating: $0) }
+            .sorted { $0.rawValue.utf8.lexicographicallyPrecedes($1.rawValue.utf8) }
+        return services.map { service in
+            do throws(Corrupt) {
+                return (service, SettingsRead(record: try Self.record(in: keyFile, service: service)))
+            } catch {
+                return (service, SettingsRead(record: SessionRecord(), corruption: corruption(error)))
+            }
+        }
     }
 
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {

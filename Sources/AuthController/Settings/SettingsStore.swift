@@ -53,6 +53,12 @@ public protocol SettingsStore: Sendable {
     /// missing. A file that does not parse is ``AuthError/settingsUnsafe(_:)``. Never writes.
     func services() throws(AuthError) -> [ServiceName]
 
+    /// Every service's record from one reading of the settings, in the order of
+    /// ``services()``: what `serve` re-reads on each change, without parsing the file once per
+    /// service. Throws as ``services()`` does; a group that is corrupt has its
+    /// ``SettingsRead/corruption`` set. Never writes.
+    func readAll() throws(AuthError) -> [(service: ServiceName, read: SettingsRead)]
+
     /// Writes `record` as the group of `service`, keeping every other group and key. A corrupt
     /// file is first kept aside as `settings.ini.corrupt`; its path is returned then.
     /// Call under ``withExclusiveLock(_:)``.
@@ -67,4 +73,13 @@ public protocol SettingsStore: Sendable {
     /// its own: the settings lock stays free while a slow server is asked.
     func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
                                       _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T
+}
+
+extension SettingsStore {
+    /// ``services()``, then ``read(service:)`` of each: one reading per service.
+    public func readAll() throws(AuthError) -> [(service: ServiceName, read: SettingsRead)] {
+        var reads: [(service: ServiceName, read: SettingsRead)] = []
+        for service in try services() { reads.append((service, try read(service: service))) }
+        return reads
+    }
 }
