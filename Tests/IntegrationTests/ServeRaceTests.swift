@@ -74,3 +74,35 @@ struct ServeRaceTests {
         #expect(await serve.wait(timeout: 10).status == 0)
     }
 }
+
+extension ServeRaceTests {
+    @Test("the settings folder missing when serve starts, then made by `server set` (which sends no event): the object appears within a second, each time")
+    func settingsFolderAppears() async throws {
+        let sandbox = try await OwnSandbox.start()
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox, service: "late.folder")
+        // $XDG_CONFIG_HOME exists, as on a desktop; its authctl folder does not.
+        try FileManager.default.createDirectory(atPath: scenario.configHome, withIntermediateDirectories: true)
+        let (serve, _) = try await scenario.startServe()
+        let monitor = try await BusMonitor(scenario, rules: serveRules)
+        let path = LoginService.objectPath(of: scenario.serviceName)
+        var delays: [Double] = []
+        // GLib polls for a missing folder every 4 s: three rounds on time are not luck.
+        for round in 1...3 {
+            try await scenario.authctl("server", "set", "https://tokens.example/oauth/token").expect(0)
+            // From the moment the file was written, not the command's start (a process start on a loaded machine).
+            let written = try #require(try FileManager.default.attributesOfItem(atPath: scenario.settingsFile)[.modificationDate] as? Date)
+            let added = await monitor.wait(for: round) { $0.member == "InterfacesAdded" && $0.body.contains(path) }
+            try #require(added.count == round, "no InterfacesAdded for \(path): \(serve.stderr)")
+            delays.append(added[round - 1].time - written.timeIntervalSince1970)
+            // The folder removed: the object goes (the file's watch), and the next round starts afresh.
+            try FileManager.default.removeItem(atPath: scenario.settingsDirectory)
+            let removed = await monitor.wait(for: round) { $0.member == "InterfacesRemoved" && $0.body.contains(path) }
+            try #require(removed.count == round, "no InterfacesRemoved for \(path)")
+        }
+        print("serve: object of a new settings folder after", delays.map { Int($0 * 1000) }, "ms")
+        #expect(delays.allSatisfy { $0 < 1 }, "\(delays)")
+        serve.signal(SIGTERM)
+        #expect(await serve.wait(timeout: 10).status == 0)
+    }
+}

@@ -434,6 +434,7 @@ public final class LoginService: Sendable {
         var subscriptions: [UInt32] = []
         var filter: UInt32 = 0
         var fileWatch: BusObjects.FileWatch?
+        var folderWatch: BusObjects.FileWatch?
         var nameOwner: UInt32 = 0
         var callerWatches: [String: UInt32] = [:]
 
@@ -519,11 +520,36 @@ public final class LoginService: Sendable {
                                  member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arg0: "org.freedesktop.secrets", changed),
         ]
         if let settingsFile {
-            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, BusObjects.ChangeHandler { trigger.yield(.changed) })
+            let changed = BusObjects.ChangeHandler { trigger.yield(.changed) }
+            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, changed)
+            // A watch on a file whose folder is missing (no settings yet, or the folder
+            // removed) is GLib's poll every 4 s: the folder's parent is watched too, and when
+            // the folder comes or goes the file's watch is made again, at once (on the loop's
+            // thread, where the watch reports).
+            let folder = Self.parent(settingsFile)
+            objects.folderWatch = try? BusObjects.FileWatch(path: Self.parent(folder), child: Self.name(folder), BusObjects.ChangeHandler {
+                [weak objects] in
+                guard let objects else { return }
+                objects.fileWatch?.cancel()
+                objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, changed)
+                // What was written before the new watch began.
+                trigger.yield(.changed)
+            })
         }
         objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
         exportedObjects.withLock { $0 = objects }
         return objects
+    }
+
+    /// The folder of `path` ("/" for a top-level entry).
+    static func parent(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The last component of `path`.
+    static func name(_ path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 
     /// Runs one method call in a task of its own and answers it: its result, or the D-Bus error
@@ -586,6 +612,7 @@ public final class LoginService: Sendable {
             for id in objects.subscriptions { GDBus.connectionSignalUnsubscribe(connection, id) }
             for id in objects.callerWatches.values { BusObjects.unwatchPeer(id) }
             objects.fileWatch?.cancel()
+            objects.folderWatch?.cancel()
             objects.controllerObject.unexport()
             objects.manager.setConnection(nil)
             GDBus.connectionRemoveFilter(connection, objects.filter)
