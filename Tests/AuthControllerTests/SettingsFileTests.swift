@@ -145,6 +145,20 @@ struct SettingsFileTests {
         #expect(try folder.store.read(service: folder.service) == SettingsRead(record: SessionRecord()))
     }
 
+    @Test("readAll gives every group that names a service, with its record as read(service:) gives it, a corrupt group marked")
+    func readAll() throws {
+        let folder = SettingsFolder()
+        #expect(try folder.store.readAll().isEmpty, "no file: no services")
+        try folder.write("[zeta]\nuser=bob\nname=Bob\nsequence=9\nserver=https://auth.example.org/token\nprotocol=oauth2\n"
+                         + "\n[svc]\nsequence=abc\n\n[alpha]\nsequence=2\n\n[not a service!]\nsequence=1\n")
+        let reads = try folder.store.readAll()
+        #expect(Set(reads.keys.map(\.rawValue)) == ["zeta", "svc", "alpha"])
+        for (service, read) in reads { #expect(read == (try folder.store.read(service: service)), "\(service)") }
+        #expect(reads[folder.service]?.corruption != nil)
+        try folder.write("not a key file")
+        #expect { try folder.store.readAll() } throws: { ($0 as? AuthError)?.exitCode == 78 }
+    }
+
     @Test("a symlink is refused with 78 and the fix")
     func symlink() throws {
         let folder = SettingsFolder()

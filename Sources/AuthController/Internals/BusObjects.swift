@@ -275,27 +275,50 @@ enum BusObjects {
     }
 
     /// A watch on a file (through inotify): the handler runs when it is created, changed,
-    /// replaced by a rename or deleted. The corresponding C function is `g_file_monitor_file`.
+    /// replaced by a rename or deleted. With `child`, `path` is a folder and the handler runs
+    /// only for events about its entry named `child`.
+    /// The corresponding C functions are `g_file_monitor_file` and `g_file_monitor_directory`.
     final class FileWatch: @unchecked Sendable {
         // Sendable: only the loop's thread touches it after creation (see the type's note).
         private let monitor: UnsafeMutablePointer<GFileMonitor>
 
-        /// The corresponding C functions are `g_file_new_for_path`, `g_file_monitor_file` and
-        /// `g_signal_connect_data` on its `changed` signal.
-        init(path: String, _ handler: ChangeHandler) throws(GLibError) {
+        private final class Receiver: Sendable {
+            let handler: ChangeHandler
+            let child: String?
+            init(_ handler: ChangeHandler, child: String?) {
+                self.handler = handler
+                self.child = child
+            }
+        }
+
+        /// The corresponding C functions are `g_file_new_for_path`, `g_file_monitor_file` (or
+        /// `g_file_monitor_directory`) and `g_signal_connect_data` on its `changed` signal.
+        init(path: String, child: String? = nil, _ handler: ChangeHandler) throws(GLibError) {
             let file = g_file_new_for_path(path)
             defer { authctl_object_unref(UnsafeMutableRawPointer(file)) }
-            guard let monitor = try withGError({ g_file_monitor_file(file, G_FILE_MONITOR_WATCH_MOVES, nil, $0) }) else {
+            guard let monitor = try withGError({
+                child == nil ? g_file_monitor_file(file, G_FILE_MONITOR_WATCH_MOVES, nil, $0)
+                    : g_file_monitor_directory(file, G_FILE_MONITOR_WATCH_MOVES, nil, $0)
+            }) else {
                 throw GLibError(domain: .io, code: 0, message: "cannot watch \(path)", remoteName: nil)
             }
             self.monitor = monitor
             typealias Changed = @convention(c) (OpaquePointer?, OpaquePointer?, OpaquePointer?, GFileMonitorEvent, UnsafeMutableRawPointer?) -> Void
-            let changed: Changed = { _, _, _, _, userData in
-                Unmanaged<ChangeHandler>.fromOpaque(userData!).takeUnretainedValue().receive()
+            let changed: Changed = { _, file, otherFile, _, userData in
+                let receiver = Unmanaged<Receiver>.fromOpaque(userData!).takeUnretainedValue()
+                if let child = receiver.child {
+                    func named(_ file: OpaquePointer?) -> Bool {
+                        guard let file, let name = g_file_get_basename(file) else { return false }
+                        defer { g_free(name) }
+                        return String(cString: name) == child
+                    }
+                    guard named(file) || named(otherFile) else { return }
+                }
+                receiver.handler.receive()
             }
             g_signal_connect_data(UnsafeMutableRawPointer(monitor), "changed", unsafeBitCast(changed, to: GCallback.self),
-                                  Unmanaged.passRetained(handler).toOpaque(),
-                                  { userData, _ in if let userData { Unmanaged<ChangeHandler>.fromOpaque(userData).release() } },
+                                  Unmanaged.passRetained(Receiver(handler, child: child)).toOpaque(),
+                                  { userData, _ in if let userData { Unmanaged<Receiver>.fromOpaque(userData).release() } },
                                   GConnectFlags(rawValue: 0))
         }
 

@@ -376,6 +376,10 @@ public final class LoginService: Sendable {
     /// cannot be read (unsafe, corrupt, unreadable): the objects then stay as they were, and
     /// GetStatus says why.
     ///
+    /// The settings are read once, not once per service, and the keyring is asked only about
+    /// signed-in services: a change re-reads everything, and a settings file with hundreds of
+    /// services made each re-read cost seconds of CPU and PropertiesChanged come late.
+    ///
     /// State that cannot be read (the keyring gone) is unknown, not absent: the service keeps
     /// its object as it was (SPEC §11) and nothing is scheduled for it until a later re-read.
     private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
@@ -400,8 +404,8 @@ public final class LoginService: Sendable {
             properties[service] = Self.properties(status)
             schedules[service] = Self.schedule(status, read.record)
         }
-        let shown = properties
-        await objects.loop.performAndWait { objects.show(shown) }
+        let values = properties
+        await objects.loop.performAndWait { objects.show(values) }
         return schedules
     }
 
@@ -447,6 +451,7 @@ public final class LoginService: Sendable {
         var subscriptions: [UInt32] = []
         var filter: UInt32 = 0
         var fileWatch: BusObjects.FileWatch?
+        var folderWatch: BusObjects.FileWatch?
         var nameOwner: UInt32 = 0
         var callerWatches: [String: UInt32] = [:]
 
@@ -459,7 +464,8 @@ public final class LoginService: Sendable {
         /// Exports new services' objects (the manager announces them), updates the others
         /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
         /// whose settings group is gone. A service whose state is unknown (`nil`) keeps what
-        /// its object shows; a new one shows its name only.
+        /// its object shows; a new one shows its name only. Returns what every object shows.
+        @discardableResult
         func show(_ properties: [ServiceName: BusObjects.SessionProperties?]) {
             for (service, object) in sessions where properties[service] == nil {
                 manager.unexport(object)
@@ -536,11 +542,36 @@ public final class LoginService: Sendable {
         if let settingsFile {
             // Without the watch (no inotify left), changes that send no event show at the next
             // one; the rest of serve works, so it is not a reason to stop.
-            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, BusObjects.ChangeHandler { trigger.yield(.changed) })
+            let changed = BusObjects.ChangeHandler { trigger.yield(.changed) }
+            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, changed)
+            // A watch on a file whose folder is missing (no settings yet, or the folder
+            // removed) is GLib's poll every 4 s: the folder's parent is watched too, and when
+            // the folder comes or goes the file's watch is made again, at once (on the loop's
+            // thread, where the watch reports).
+            let folder = Self.parent(settingsFile)
+            objects.folderWatch = try? BusObjects.FileWatch(path: Self.parent(folder), child: Self.name(folder), BusObjects.ChangeHandler {
+                [weak objects] in
+                guard let objects else { return }
+                objects.fileWatch?.cancel()
+                objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, changed)
+                // What was written before the new watch began.
+                trigger.yield(.changed)
+            })
         }
         objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
         exportedObjects.withLock { $0 = objects }
         return objects
+    }
+
+    /// The folder of `path` ("/" for a top-level entry).
+    static func parent(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The last component of `path`.
+    static func name(_ path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 
     /// Runs one method call in a task of its own and answers it: its result, or the D-Bus error
@@ -608,6 +639,7 @@ public final class LoginService: Sendable {
             for id in objects.subscriptions { GDBus.connectionSignalUnsubscribe(connection, id) }
             for id in objects.callerWatches.values { BusObjects.unwatchPeer(id) }
             objects.fileWatch?.cancel()
+            objects.folderWatch?.cancel()
             objects.controllerObject.unexport()
             objects.manager.setConnection(nil)
             GDBus.connectionRemoveFilter(connection, objects.filter)
