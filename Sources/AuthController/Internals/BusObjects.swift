@@ -102,7 +102,7 @@ enum BusObjects {
         }
 
         /// The corresponding C function is `authctl_auth_controller1_complete_sign_out`.
-        func returnNothing() {
+        func returnSignedOut() {
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
             authctl_auth_controller1_complete_sign_out(skeleton, pointer)
         }

@@ -154,7 +154,7 @@ public final class LoginService: Sendable {
         }
         defer { forwarding.cancel() }
 
-        let calls = CallCounter()
+        let calls = InFlight()
         let exported = await loop.performAndWait { () -> Result<Exported, AuthError> in
             Result { () throws(AuthError) in try self.export(on: connection, loop: loop, calls: calls, trigger: trigger) }
         }
@@ -349,7 +349,7 @@ public final class LoginService: Sendable {
     /// A background refresh counts as a call: stopping waits for it, because a server that
     /// rotates refresh tokens has retired the old one once it answers, and a refresh abandoned
     /// before the new tokens are stored would end the session.
-    private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: CallCounter,
+    private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: InFlight,
                               trigger: AsyncStream<Trigger>.Continuation) {
         let controller = controller(for: service)
         calls.begin()
@@ -493,7 +493,7 @@ public final class LoginService: Sendable {
     }
 
     /// On the loop's thread: exports the objects and subscribes to what may change the state.
-    private func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: CallCounter,
+    private func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: InFlight,
                         trigger: AsyncStream<Trigger>.Continuation) throws(AuthError) -> Exported {
         let handlers = BusObjects.MethodHandlers(
             getStatus: { invocation, service in
@@ -515,7 +515,7 @@ public final class LoginService: Sendable {
             signOut: { invocation, service in
                 self.answer(invocation, service, changing: true, calls: calls, trigger: trigger) { controller throws(AuthError) in
                     try await controller.signOut(keepingCredentials: false)
-                    invocation.returnNothing()
+                    invocation.returnSignedOut()
                 }
             })
         let controllerObject = BusObjects.ControllerObject(handlers)
@@ -576,7 +576,7 @@ public final class LoginService: Sendable {
 
     /// Runs one method call in a task of its own and answers it: its result, or the D-Bus error
     /// of its failure's family.
-    private func answer(_ invocation: BusObjects.Invocation, _ service: String, changing: Bool = false, calls: CallCounter,
+    private func answer(_ invocation: BusObjects.Invocation, _ service: String, changing: Bool = false, calls: InFlight,
                         trigger: AsyncStream<Trigger>.Continuation,
                         _ body: @escaping @Sendable (AuthController) async throws(AuthError) -> Void) {
         calls.begin()
@@ -621,7 +621,7 @@ public final class LoginService: Sendable {
     ///
     /// A name taken over (`replaced`) is not ours to release: GLib would ask the bus anyway and
     /// print a warning at its refusal, so its small record is left to the process's exit.
-    private func stop(_ objects: Exported, state: RunState, calls: CallCounter, loop: MainLoopThread,
+    private func stop(_ objects: Exported, state: RunState, calls: InFlight, loop: MainLoopThread,
                       connection: GDBus.Connection, replaced: Bool) async {
         state.idleTimer?.cancel()
         for timer in state.timers.values { timer.task.cancel() }
@@ -650,8 +650,9 @@ public final class LoginService: Sendable {
     }
 }
 
-/// The method calls being answered, so that stopping waits for them.
-final class CallCounter: Sendable {
+/// The work under way that stopping waits for: method calls being answered and background
+/// refreshes (whose rotated tokens must be stored before the process ends).
+final class InFlight: Sendable {
     private let running = Mutex(0)
 
     var count: Int { running.withLock { $0 } }
