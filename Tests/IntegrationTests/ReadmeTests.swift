@@ -410,8 +410,13 @@ final class PipedProcess: @unchecked Sendable {
     var stderr: String { output.text.withLock { $0.stderr } }
     var isRunning: Bool { process.isRunning }
 
+    /// Kills the process and waits for it. SIGKILL, not Foundation's SIGTERM: the child inherits
+    /// this test process's blocked signals, SIGTERM among them, so a SIGTERM would stay pending
+    /// and the listener would outlive the test.
     func terminate() {
-        if process.isRunning { process.terminate() }
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 
     /// Waits until stdout satisfies `condition`, at most `timeout` seconds; returns whether it did.
