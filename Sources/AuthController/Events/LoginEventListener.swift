@@ -45,7 +45,7 @@ public final class LoginEventListener: Sendable {
                                             path: DBusBroadcaster.objectPath, arg0: service.rawValue, handler: handler)
         }
         let state = self.state
-        GDBus.connectionOnClosed(connection, GDBus.ClosedHandler {
+        GDBus.connectionOnClosed(connection, GDBus.Callback {
             state.withLock { state in
                 if !state.stopped {
                     state.failure = .unavailable("the session bus went away; no more events can arrive (restart the listener when the bus is back)")

@@ -48,12 +48,12 @@ enum BusObjects {
 
     /// Calls `handler` with the unique name of a peer when it leaves the bus.
     /// The corresponding C function is `g_bus_watch_name_on_connection`.
-    static func watchPeer(_ connection: GDBus.Connection, _ uniqueName: String, vanished: GDBus.ClosedHandler) -> UInt32 {
+    static func watchPeer(_ connection: GDBus.Connection, _ uniqueName: String, vanished: GDBus.Callback) -> UInt32 {
         g_bus_watch_name_on_connection(
             connection.pointer, uniqueName, G_BUS_NAME_WATCHER_FLAGS_NONE, nil,
-            { _, _, userData in Unmanaged<GDBus.ClosedHandler>.fromOpaque(userData!).takeUnretainedValue().receive() },
+            { _, _, userData in Unmanaged<GDBus.Callback>.fromOpaque(userData!).takeUnretainedValue().receive() },
             Unmanaged.passRetained(vanished).toOpaque(),
-            { userData in if let userData { Unmanaged<GDBus.ClosedHandler>.fromOpaque(userData).release() } })
+            { userData in if let userData { Unmanaged<GDBus.Callback>.fromOpaque(userData).release() } })
     }
 
     /// The corresponding C function is `g_bus_unwatch_name`.
@@ -268,12 +268,6 @@ enum BusObjects {
 
     // MARK: - Watching what changes
 
-    /// Receives "something changed" notifications on the loop's thread.
-    final class ChangeHandler: Sendable {
-        let receive: @Sendable () -> Void
-        init(_ receive: @escaping @Sendable () -> Void) { self.receive = receive }
-    }
-
     /// A watch on a file (through inotify): the handler runs when it is created, changed,
     /// replaced by a rename or deleted. With `child`, `path` is a folder and the handler runs
     /// only for events about its entry named `child`.
@@ -283,9 +277,9 @@ enum BusObjects {
         private let monitor: UnsafeMutablePointer<GFileMonitor>
 
         private final class Receiver: Sendable {
-            let handler: ChangeHandler
+            let handler: GDBus.Callback
             let child: String?
-            init(_ handler: ChangeHandler, child: String?) {
+            init(_ handler: GDBus.Callback, child: String?) {
                 self.handler = handler
                 self.child = child
             }
@@ -293,7 +287,7 @@ enum BusObjects {
 
         /// The corresponding C functions are `g_file_new_for_path`, `g_file_monitor_file` (or
         /// `g_file_monitor_directory`) and `g_signal_connect_data` on its `changed` signal.
-        init(path: String, child: String? = nil, _ handler: ChangeHandler) throws(GLibError) {
+        init(path: String, child: String? = nil, _ handler: GDBus.Callback) throws(GLibError) {
             let file = g_file_new_for_path(path)
             defer { authctl_object_unref(UnsafeMutableRawPointer(file)) }
             guard let monitor = try withGError({

@@ -115,8 +115,10 @@ extension GDBus {
         return Connection(taking: connection!)
     }
 
-    /// Receives the `closed` signal of a connection: the bus went away.
-    final class ClosedHandler: Sendable {
+    /// Receives word that something happened, with nothing to pass on: a connection closed
+    /// (the bus went away), a peer left the bus, a watched file changed. C callbacks carry it
+    /// as their user data.
+    final class Callback: Sendable {
         let receive: @Sendable () -> Void
         init(_ receive: @escaping @Sendable () -> Void) { self.receive = receive }
     }
@@ -124,15 +126,15 @@ extension GDBus {
     /// Calls `handler` when the connection closes. It runs on the main context that was the
     /// thread default when the connection was made.
     /// The corresponding C function is `g_signal_connect_data` on the `closed` signal.
-    static func connectionOnClosed(_ connection: Connection, _ handler: ClosedHandler) {
+    static func connectionOnClosed(_ connection: Connection, _ handler: Callback) {
         let userData = Unmanaged.passRetained(handler).toOpaque()
         let callback: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, UnsafeMutableRawPointer?) -> Void = { _, _, _, userData in
             guard let userData else { return }
-            Unmanaged<ClosedHandler>.fromOpaque(userData).takeUnretainedValue().receive()
+            Unmanaged<Callback>.fromOpaque(userData).takeUnretainedValue().receive()
         }
         g_signal_connect_data(UnsafeMutableRawPointer(connection.pointer), "closed",
                               unsafeBitCast(callback, to: GCallback.self), userData,
-                              { userData, _ in if let userData { Unmanaged<ClosedHandler>.fromOpaque(userData).release() } },
+                              { userData, _ in if let userData { Unmanaged<Callback>.fromOpaque(userData).release() } },
                               GConnectFlags(rawValue: 0))
     }
 

@@ -1,4 +1,5 @@
 import Synchronization
+import SystemPackage
 
 /// `authctl serve` (SPEC §11): the login state as a D-Bus service that owns the name
 /// `io.github.authctl`.
@@ -147,7 +148,7 @@ public final class LoginService: Sendable {
         // elsewhere; the name's loss, which GDBus reports too, still ends serve (69).
         let connection = try loop.withContext { () throws(AuthError) in try bus.connection(timeout: 5) }
         let (triggers, trigger) = AsyncStream<Trigger>.makeStream()
-        GDBus.connectionOnClosed(connection, GDBus.ClosedHandler { trigger.yield(.busClosed) })
+        GDBus.connectionOnClosed(connection, GDBus.Callback { trigger.yield(.busClosed) })
         loop.start()
         let forwarding = Task {
             for await _ in signals { trigger.yield(.signalled) }
@@ -234,7 +235,7 @@ public final class LoginService: Sendable {
                 state.lastActivity = .now
                 if !state.callers.contains(sender) && state.callers.count < 256 {
                     state.callers.insert(sender)
-                    let vanished = GDBus.ClosedHandler { trigger.yield(.callerLeft(sender)) }
+                    let vanished = GDBus.Callback { trigger.yield(.callerLeft(sender)) }
                     loop.perform { objects.watchCaller(sender, connection: connection, vanished) }
                 }
             case .callEnded:
@@ -385,19 +386,22 @@ public final class LoginService: Sendable {
     private func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
         // One read of the file for every service: a re-read costs one parse however many
         // services there are, and a keyring search only for those with someone signed in.
-        guard let objects = exportedObjects.withLock({ $0 }), var reads = try? settings.readAll() else { return nil }
+        guard let objects = exportedObjects.withLock({ $0 }), let reads = try? settings.readAll() else { return nil }
         knownServices.withLock { $0 = Set(reads.keys) }
         var schedules: [ServiceName: Schedule] = [:]
         var properties: [ServiceName: BusObjects.SessionProperties?] = [:]
-        for (service, read) in reads {
+        for (service, first) in reads {
             let controller = controller(for: service)
-            // A removed item or an expired refresh token: the event goes out now, and the
-            // record is read again.
-            if endingSessions, read.record.user != nil, let ended = try? controller.endSessionIfOver(), !ended.events.isEmpty {
-                reads[service] = try? settings.read(service: service)
+            var read: SettingsRead? = first
+            var status = first.corruption == nil ? try? controller.status(of: first.record, keyringLocked: false) : nil
+            // The record names a user the status does not: the item was removed or the refresh
+            // token expired. The event goes out now, and the record is read again.
+            if endingSessions, first.record.user != nil, status?.isSignedIn == false,
+               let ended = try? controller.endSessionIfOver(), !ended.events.isEmpty {
+                read = try? settings.read(service: service)
+                status = read.flatMap { $0.corruption == nil ? try? controller.status(of: $0.record, keyringLocked: false) : nil }
             }
-            guard let read = reads[service], read.corruption == nil,
-                  let status = try? controller.status(of: read.record, keyringLocked: false) else {
+            guard let read, let status else {
                 properties[service] = .some(nil)
                 continue
             }
@@ -412,7 +416,7 @@ public final class LoginService: Sendable {
     static func properties(_ status: LoginStatus) -> BusObjects.SessionProperties {
         BusObjects.SessionProperties(
             service: status.service.rawValue, signedIn: status.isSignedIn, user: status.user?.rawValue ?? "",
-            name: status.isSignedIn ? status.name ?? "" : "",
+            name: status.name ?? "",
             signedInAt: status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) ?? 0, sequence: status.sequence,
             server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt ?? 0,
             refreshTokenExpiresAt: status.refreshTokenExpiresAt ?? 0)
@@ -464,8 +468,7 @@ public final class LoginService: Sendable {
         /// Exports new services' objects (the manager announces them), updates the others
         /// (their skeletons emit `PropertiesChanged` for what differs), and unexports those
         /// whose settings group is gone. A service whose state is unknown (`nil`) keeps what
-        /// its object shows; a new one shows its name only. Returns what every object shows.
-        @discardableResult
+        /// its object shows; a new one shows its name only.
         func show(_ properties: [ServiceName: BusObjects.SessionProperties?]) {
             for (service, object) in sessions where properties[service] == nil {
                 manager.unexport(object)
@@ -483,7 +486,7 @@ public final class LoginService: Sendable {
             }
         }
 
-        func watchCaller(_ sender: String, connection: GDBus.Connection, _ vanished: GDBus.ClosedHandler) {
+        func watchCaller(_ sender: String, connection: GDBus.Connection, _ vanished: GDBus.Callback) {
             callerWatches[sender] = BusObjects.watchPeer(connection, sender, vanished: vanished)
         }
 
@@ -542,18 +545,19 @@ public final class LoginService: Sendable {
         if let settingsFile {
             // Without the watch (no inotify left), changes that send no event show at the next
             // one; the rest of serve works, so it is not a reason to stop.
-            let changed = BusObjects.ChangeHandler { trigger.yield(.changed) }
-            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, changed)
+            let fileChanged = GDBus.Callback { trigger.yield(.changed) }
+            objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, fileChanged)
             // A watch on a file whose folder is missing (no settings yet, or the folder
             // removed) is GLib's poll every 4 s: the folder's parent is watched too, and when
             // the folder comes or goes the file's watch is made again, at once (on the loop's
             // thread, where the watch reports).
-            let folder = Self.parent(settingsFile)
-            objects.folderWatch = try? BusObjects.FileWatch(path: Self.parent(folder), child: Self.name(folder), BusObjects.ChangeHandler {
+            let folder = FilePath(settingsFile).removingLastComponent()
+            objects.folderWatch = try? BusObjects.FileWatch(path: folder.removingLastComponent().string,
+                                                            child: folder.lastComponent?.string ?? "", GDBus.Callback {
                 [weak objects] in
                 guard let objects else { return }
                 objects.fileWatch?.cancel()
-                objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, changed)
+                objects.fileWatch = try? BusObjects.FileWatch(path: settingsFile, fileChanged)
                 // What was written before the new watch began.
                 trigger.yield(.changed)
             })
@@ -561,17 +565,6 @@ public final class LoginService: Sendable {
         objects.filter = BusObjects.observeIncomingCalls(connection, BusObjects.PeerHandler { trigger.yield(.called($0)) })
         exportedObjects.withLock { $0 = objects }
         return objects
-    }
-
-    /// The folder of `path` ("/" for a top-level entry).
-    static func parent(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    /// The last component of `path`.
-    static func name(_ path: String) -> String {
-        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 
     /// Runs one method call in a task of its own and answers it: its result, or the D-Bus error
@@ -601,7 +594,7 @@ public final class LoginService: Sendable {
             fields.append(("user", .string(user.rawValue)))
             fields.append(("name", .string(status.name ?? "")))
         }
-        if let signedInAt = status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)), status.isSignedIn {
+        if let signedInAt = status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) {
             fields.append(("signedInAt", .uint64(signedInAt)))
         }
         fields.append(("sequence", .uint64(status.sequence)))
