@@ -23,7 +23,10 @@ let releaseLinkerSettings: [LinkerSetting] = [
 let package = Package(
     name: "authctl",
     products: [
-        .library(name: "AuthController", targets: ["AuthController"]),
+        // What an app imports: `AuthController` re-exports `AuthControllerCore` (all behaviour, built on
+        // FoundationEssentials) and adds Foundation's `NotificationCenter` posting. The command line
+        // links the core alone, so it carries neither Foundation nor ICU's data.
+        .library(name: "AuthController", targets: ["AuthController", "AuthControllerCore"]),
         // In-memory twins of the keyring, settings and broadcaster, for tests of code that uses
         // the library (as swift-log ships InMemoryLogging).
         .library(name: "AuthControllerTesting", targets: ["AuthControllerTesting"]),
@@ -36,10 +39,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
+        // GLib, GObject and GIO: GDBus (the Secret Service's D-Bus API, the signals, `serve`), GKeyFile.
         .systemLibrary(
-            name: "CLibsecret",
-            pkgConfig: "libsecret-1",
-            providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
+            name: "CGLib",
+            pkgConfig: "gio-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
         ),
         .systemLibrary(
             name: "CArgon2",
@@ -49,33 +53,38 @@ let package = Package(
         // libsoup-3.0, loaded on the first request to a token server (see its shim.h).
         .target(
             name: "CLibsoup",
-            dependencies: ["CLibsecret"],
+            dependencies: ["CGLib"],
             linkerSettings: [.linkedLibrary("dl")]
         ),
         // The D-Bus objects `authctl serve` exports: GDBus skeletons that gdbus-codegen generated from
         // the interface files in data/ (`make interfaces` regenerates them; a test checks they match).
         .target(
             name: "CAuthctlBus",
-            dependencies: ["CLibsecret"]
+            dependencies: ["CGLib"]
         ),
         .target(
-            name: "AuthController",
+            name: "AuthControllerCore",
             dependencies: [
-                "CLibsecret", "CArgon2", "CLibsoup", "CAuthctlBus",
+                "CGLib", "CArgon2", "CLibsoup", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),
         .target(
+            name: "AuthController",
+            dependencies: ["AuthControllerCore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "AuthControllerTesting",
-            dependencies: ["AuthController"],
+            dependencies: ["AuthControllerCore"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "DesktopSandbox",
             dependencies: [
-                "AuthController",
+                "AuthControllerCore",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -84,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "authctl",
             dependencies: [
-                "AuthController",
+                "AuthControllerCore",
                 "DesktopSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -106,13 +115,13 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthControllerTests",
-            dependencies: ["AuthController", "AuthControllerTesting", "TestSupport"],
+            dependencies: ["AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "AuthController", "AuthControllerTesting", "TestSupport", "DesktopSandbox", "authctl",
+                "AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport", "DesktopSandbox", "authctl",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

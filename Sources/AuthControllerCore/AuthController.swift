@@ -1,12 +1,12 @@
-public import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Signs accounts in and out of one service.
 ///
 /// The password hash of each account lives in a ``SecretStore`` (the desktop Secret Service),
 /// the signed-in account in a ``SettingsStore`` (the settings file), and every change of login
-/// status is posted on a `NotificationCenter`, yielded to ``events()`` streams, and broadcast
-/// by an ``EventBroadcaster`` (a D-Bus signal).
+/// status is handed to the controller's ``LoginEventObserver``s (an app's `NotificationCenter`),
+/// yielded to ``events()`` streams, and broadcast by an ``EventBroadcaster`` (a D-Bus signal).
 ///
 /// Changes happen under the settings lock, so concurrent processes never lose an update and
 /// their events are broadcast in the order of the changes. Argon2 runs outside the lock.
@@ -20,7 +20,7 @@ public final class AuthController: Sendable {
     let settings: any SettingsStore
     private let hasher: any PasswordHasher
     private let broadcaster: any EventBroadcaster
-    private let notificationCenter: NotificationCenter
+    private let observers: [any LoginEventObserver]
     let clock: @Sendable () -> UInt64
     private let subscribers = Mutex<(next: Int, continuations: [Int: AsyncStream<LoginEvent>.Continuation])>((0, [:]))
     /// Makes the token client of a binding (bound services only).
@@ -28,14 +28,20 @@ public final class AuthController: Sendable {
     /// The refresh of this controller's service in flight in this process, if any.
     let refreshes = RefreshFlight()
 
+    /// A controller made of the given parts; ``desktop(service:environment:prompting:keyringTimeout:serverTimeout:busAddress:observers:)``
+    /// wires the desktop's own in one call.
+    ///
     /// - Parameters:
-    ///   - tokenTransport: how to reach token servers (bound services, SPEC §10); `nil` for a
+    ///   - observers: who hears each event in this process, after it is stored and broadcast
+    ///     (an app that imports `AuthController` passes its `NotificationCenter` through the
+    ///     initialiser that takes one).
+    ///   - tokenTransport: how to reach token servers (bound services); `nil` for a
     ///     controller of local accounts only.
     ///   - serverTimeout: seconds each request to a token server may take.
     ///   - clock: microseconds since the Unix epoch.
     public init(service: ServiceName = .standard, keyring: any SecretStore, settings: any SettingsStore,
                 hasher: any PasswordHasher = Argon2idHasher(), broadcaster: any EventBroadcaster,
-                notificationCenter: NotificationCenter = .default, tokenTransport: (any HTTPTransport)? = nil,
+                observers: [any LoginEventObserver], tokenTransport: (any HTTPTransport)? = nil,
                 serverTimeout: Double = 10, clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
         self.tokenClients = { binding in
             guard let tokenTransport else { return UnreachableTokenClient() }
@@ -47,7 +53,7 @@ public final class AuthController: Sendable {
         self.settings = settings
         self.hasher = hasher
         self.broadcaster = broadcaster
-        self.notificationCenter = notificationCenter
+        self.observers = observers
         self.clock = clock
     }
 
@@ -445,7 +451,7 @@ public final class AuthController: Sendable {
     private func post(_ events: [LoginEvent]) {
         let continuations = subscribers.withLock { Array($0.continuations.values) }
         for event in events {
-            notificationCenter.post(name: .loginStatusChanged, object: self, userInfo: [LoginEvent.userInfoKey: event])
+            for observer in observers { observer.observe(event, from: self) }
             for continuation in continuations { continuation.yield(event) }
         }
     }
@@ -505,7 +511,11 @@ public struct LoginStatus: Equatable, Sendable {
     /// The Gravatar URL of the signed-in account id: MD5 of the trimmed, lower-cased id.
     public var avatarURL: String? {
         guard let user else { return nil }
-        let normalized = user.rawValue.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        // Unicode's White_Space property is the set Foundation's `.whitespacesAndNewlines` trims.
+        let scalars = user.rawValue.unicodeScalars
+        let start = scalars.firstIndex { !$0.properties.isWhitespace } ?? scalars.endIndex
+        let end = scalars.lastIndex { !$0.properties.isWhitespace }.map(scalars.index(after:)) ?? start
+        let normalized = String(scalars[start..<end]).lowercased()
         return "https://www.gravatar.com/avatar/" + GLibText.md5Hex(normalized)
     }
 }

@@ -1,6 +1,6 @@
 /// The name of the service whose accounts a command acts on: 1–255 bytes of ASCII letters,
 /// digits, `.`, `-` and `_`. It is the keyring's `service` attribute and the settings group.
-public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     public let rawValue: String
 
     /// `io.github.authctl`.
@@ -19,6 +19,17 @@ public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringCon
     }
 
     private init(unchecked: String) { rawValue = unchecked }
+
+    /// A name written in the program's source, such as `"com.example.notes"`. A literal that
+    /// breaks the rule is a programmer's mistake, and traps.
+    public init(stringLiteral value: String) {
+        do throws(AuthError) {
+            try Self.validate(value)
+        } catch {
+            preconditionFailure("ServiceName(stringLiteral:): \(error.message)")
+        }
+        rawValue = value
+    }
 
     private static func validate(_ text: String) throws(AuthError) {
         let bytes = text.utf8

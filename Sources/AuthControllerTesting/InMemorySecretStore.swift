@@ -1,4 +1,4 @@
-public import AuthController
+public import AuthControllerCore
 import Synchronization
 
 /// A ``SecretStore`` in memory, for tests. It keeps the real store's contract (the contract

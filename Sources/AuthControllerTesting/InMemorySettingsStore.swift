@@ -1,4 +1,4 @@
-public import AuthController
+public import AuthControllerCore
 import Synchronization
 
 /// A ``SettingsStore`` in memory, for tests; can be made corrupt or failing.

@@ -1,4 +1,4 @@
-public import AuthController
+public import AuthControllerCore
 import Foundation
 import Synchronization
 

@@ -1,4 +1,4 @@
-public import AuthController
+public import AuthControllerCore
 import Synchronization
 
 /// Keeps every broadcast in memory, for tests; can be told to fail.

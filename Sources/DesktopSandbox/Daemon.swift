@@ -1,4 +1,4 @@
-import AuthController
+import AuthControllerCore
 internal import Subprocess
 import Synchronization
 #if canImport(System)

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 /// `authctl`: sign in and out of a service, with the password hash in the desktop keyring.
 @main

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 /// Options every command takes, before or after its name.
 struct GlobalOptions: ParsableArguments {
@@ -31,24 +31,6 @@ struct GlobalOptions: ParsableArguments {
         return .standard
     }
 
-    /// The settings directory by the XDG Base Directory rules: `$XDG_CONFIG_HOME/authctl`, with
-    /// `$HOME/.config` when it is unset, empty or relative.
-    static func settingsDirectory() -> String {
-        if let configured = ProcessEnvironment.value("XDG_CONFIG_HOME"), configured.hasPrefix("/") {
-            return configured + "/authctl"
-        }
-        return homeDirectory() + "/.config/authctl"
-    }
-
-    private static func homeDirectory() -> String {
-        ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/"
-    }
-
-    /// The unlock prompt needs somewhere to appear.
-    var promptAllowed: Bool {
-        !noPrompt && (ProcessEnvironment.value("DISPLAY") != nil || ProcessEnvironment.value("WAYLAND_DISPLAY") != nil)
-    }
-
     /// The controller for the real Secret Service, settings file and session bus.
     func makeController() throws(AuthError) -> AuthController {
         makeController(service: try resolvedService())
@@ -57,14 +39,7 @@ struct GlobalOptions: ParsableArguments {
     /// The controller of `service`, on the bus at `busAddress` (`nil`: the session bus);
     /// `prompting: false` never shows the keyring's unlock prompt, whatever the options say.
     func makeController(service: ServiceName, busAddress: String? = nil, prompting: Bool = true) -> AuthController {
-        AuthController(
-            service: service,
-            keyring: SecretServiceStore(promptAllowed: prompting && promptAllowed, promptTimeout: keyringTimeout ?? 60,
-                                        callTimeout: keyringTimeout ?? 5, busAddress: busAddress),
-            settings: KeyFileSettingsStore(directory: Self.settingsDirectory()),
-            broadcaster: DBusBroadcaster(busAddress: busAddress),
-            tokenTransport: SoupTransport(),
-            serverTimeout: serverTimeout ?? 10
-        )
+        .desktop(service: service, prompting: prompting && !noPrompt, keyringTimeout: keyringTimeout.map { .seconds($0) },
+                 serverTimeout: .seconds(serverTimeout ?? 10), busAddress: busAddress, observers: [])
     }
 }

@@ -1,4 +1,5 @@
-@testable import AuthController
+import AuthController
+@testable import AuthControllerCore
 import Testing
 
 @Suite("Argon2id hashing (SPEC §3)")

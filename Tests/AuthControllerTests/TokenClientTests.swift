@@ -1,4 +1,5 @@
-@testable import AuthController
+import AuthController
+@testable import AuthControllerCore
 import Foundation
 import Synchronization
 import Testing

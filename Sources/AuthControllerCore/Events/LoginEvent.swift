@@ -1,5 +1,3 @@
-public import Foundation
-
 /// One change of login status for one service.
 public struct LoginEvent: Equatable, Sendable {
     /// `signed-in` or `signed-out`, as carried by the D-Bus signal.
@@ -50,14 +48,4 @@ public struct LoginEvent: Equatable, Sendable {
 
     /// Whether the event leaves someone signed in.
     public var isSignedIn: Bool { status == .signedIn }
-}
-
-extension Notification.Name {
-    /// Posted once per ``LoginEvent``, after the change is stored; `userInfo["event"]` holds it.
-    public static let loginStatusChanged = Notification.Name("io.github.authctl.loginStatusChanged")
-}
-
-extension LoginEvent {
-    /// The `userInfo` key under which ``Notification/Name/loginStatusChanged`` carries the event.
-    public static let userInfoKey = "event"
 }

@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 
 /// The one map from a GLib error to an ``AuthError``: what a deadline, a missing bus, a
 /// missing Secret Service, a peer that went away, a locked collection, or an unreachable token

@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 internal import CLibsoup
 import Dispatch
 import Synchronization
@@ -7,7 +7,7 @@ import Synchronization
 /// the only place that frees one.
 struct GLibError: Error, Sendable {
     enum Domain: Sendable, Equatable {
-        case io, dbus, secret, keyFile, tls, resolver, soup, other(String)
+        case io, dbus, keyFile, tls, resolver, soup, other(String)
     }
 
     let domain: Domain
@@ -23,7 +23,6 @@ struct GLibError: Error, Sendable {
         switch domain {
         case .io: name = "g-io-error-quark"
         case .dbus: name = "g-dbus-error-quark"
-        case .secret: name = "secret-error"
         case .keyFile: name = "g-key-file-error-quark"
         case .tls: name = "g-tls-error-quark"
         case .resolver: name = "g-resolver-error-quark"
@@ -43,7 +42,6 @@ struct GLibError: Error, Sendable {
         switch quark {
         case authctl_io_error_quark(): domain = .io
         case authctl_dbus_error_quark(): domain = .dbus
-        case authctl_secret_error_quark(): domain = .secret
         case authctl_key_file_error_quark(): domain = .keyFile
         case authctl_tls_error_quark(): domain = .tls
         case authctl_resolver_error_quark(): domain = .resolver
@@ -76,7 +74,7 @@ func takeString(_ pointer: UnsafeMutablePointer<gchar>?) -> String? {
 }
 
 /// A `GCancellable` that cancels itself when its time is up. Every Secret Service and D-Bus
-/// call takes one, because libsecret's sync calls otherwise wait forever for a prompt nobody
+/// call takes one, because a Secret Service call otherwise waits forever for a prompt nobody
 /// sees; cancelling also dismisses such a prompt.
 final class Deadline: @unchecked Sendable {
     // Sendable: `cancellable` never changes and `GCancellable` is thread-safe; the timer

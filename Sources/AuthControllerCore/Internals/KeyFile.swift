@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 
 /// A GLib key file, kept whole so that groups, keys and comments authctl does not know are
 /// written back unchanged. The corresponding C type is `GKeyFile`.

@@ -34,8 +34,8 @@ public enum ProcessEnvironment {
     /// repeated name wins, as `getenv` finds it). The corresponding C variable is `environ`.
     public static var all: [String: String] {
         var variables: [String: String] = [:]
-        var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
-        guard var entry else { return variables }
+        let first: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
+        guard var entry = first else { return variables }
         while let pointer = entry.pointee {
             let text = String(cString: pointer)
             if let equals = text.firstIndex(of: "="), variables[String(text[..<equals])] == nil {

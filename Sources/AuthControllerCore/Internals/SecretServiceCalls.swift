@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 
 /// The Secret Service's D-Bus API (freedesktop.org Secret Service specification), one adapter
 /// per method, each one round trip on the connection it is given.

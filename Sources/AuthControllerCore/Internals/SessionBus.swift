@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 import Synchronization
 
 /// The one door to the session bus: it owns the connection (to the bus at a given address, or

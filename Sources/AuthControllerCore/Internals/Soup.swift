@@ -1,4 +1,4 @@
-internal import CLibsecret
+internal import CGLib
 internal import CLibsoup
 import Dispatch
 

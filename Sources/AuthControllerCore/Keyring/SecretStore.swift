@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where an item lives in the keyring: a service's account, and for the tokens of a service
 /// bound to a token server (SPEC §10.4), that server too. Two keys that differ in any part are

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A plain JSON API as many app back ends have (SPEC §10.2, protocol `json`): `login` and
 /// `register` take `{"login", "password"}`; `refresh_tokens` takes the refresh token in the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Just enough of JSON Web Tokens (RFC 7519) to schedule refreshes: the numeric `exp` claim
 /// of the payload. The signature is not checked — the expiry only decides when to ask the
@@ -16,7 +16,7 @@ enum JWT {
     }
 
     private static func base64URLDecoded(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
         return Data(base64Encoded: base64)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// RFC 6749's password and refresh-token grants at a token endpoint, and RFC 7009's
 /// revocation (SPEC §10.2, protocol `oauth2`): what Keycloak, Authentik, Dex and most

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The URL of a token server (or of its revocation endpoint), checked and normalised (SPEC
 /// §10.1): absolute; `https`, or `http` only to a loopback host; a host; no user information;

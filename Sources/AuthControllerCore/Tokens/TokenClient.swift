@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Talks to a token server: the password grant, the refresh, the revocation (SPEC §10.2).
 /// Two implementations, one per protocol; `AuthControllerTesting` adds an in-memory server.

@@ -2,7 +2,7 @@
 // libsoup-3.0, the HTTP client authctl uses to reach token servers, loaded with dlopen on the
 // first request: a library linked into the binary is loaded by every command at start-up, and
 // most commands (status, a cached token) never touch the network. GLib and GIO come linked
-// through CLibsecret. The few soup_* entry points are declared in loader.c, so that building
+// through CGLib. The few soup_* entry points are declared in loader.c, so that building
 // needs no libsoup headers; running a network command needs the runtime package libsoup-3.0-0.
 #include <gio/gio.h>
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 struct Accounts: ParsableCommand {
     static let configuration = CommandConfiguration(

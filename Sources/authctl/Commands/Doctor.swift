@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 struct DoctorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +14,7 @@ struct DoctorCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let checks = Doctor(service: try global.resolvedService(), settingsDirectory: GlobalOptions.settingsDirectory(),
+        let checks = Doctor(service: try global.resolvedService(), settingsDirectory: DesktopEnvironment.current.settingsDirectory,
                             timeout: global.keyringTimeout ?? 5).run()
         if json {
             try Output.json(DoctorDocument(checks))

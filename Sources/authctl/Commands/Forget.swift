@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 struct Forget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 import DesktopSandbox
 
 struct Sandbox: AsyncParsableCommand {

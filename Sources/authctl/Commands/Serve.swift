@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,7 +39,7 @@ struct Serve: AsyncParsableCommand {
         // Started by D-Bus activation, serve the bus that started it (GIO's "starter" bus).
         let busAddress = ProcessEnvironment.value("DBUS_STARTER_BUS_TYPE") == "session"
             ? ProcessEnvironment.value("DBUS_STARTER_ADDRESS") : nil
-        let settings = KeyFileSettingsStore(directory: GlobalOptions.settingsDirectory())
+        let settings = KeyFileSettingsStore(directory: DesktopEnvironment.current.settingsDirectory)
         let global = self.global
         let loginService = LoginService(settings: settings, settingsFile: settings.filePath, busAddress: busAddress,
                                         replace: replace, idleExit: idleExit) { service in

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 /// The options that bind a service to a token server, shared by `server set` and `sign-in --server`.
 struct ServerOptions: ParsableArguments {

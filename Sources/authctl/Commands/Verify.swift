@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,5 @@
 import ArgumentParser
-import AuthController
+import AuthControllerCore
 import SystemPackage
 
 struct Watch: AsyncParsableCommand {

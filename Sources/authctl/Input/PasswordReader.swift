@@ -1,4 +1,4 @@
-import AuthController
+import AuthControllerCore
 import SystemPackage
 
 /// Reads passwords: from the terminal with echo off, or from standard input to end of file.

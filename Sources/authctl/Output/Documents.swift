@@ -1,4 +1,4 @@
-import AuthController
+import AuthControllerCore
 
 // The `--json` documents of SPEC §6, one type each, all printed by `Output.json`. Absent
 // values are `null`, never left out: see `Nullable`.

@@ -1,4 +1,4 @@
-import AuthController
+import AuthControllerCore
 import Synchronization
 import SystemPackage
 

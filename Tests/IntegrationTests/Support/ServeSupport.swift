@@ -1,4 +1,5 @@
-@testable import AuthController
+import AuthController
+@testable import AuthControllerCore
 import DesktopSandbox
 import Foundation
 import Testing

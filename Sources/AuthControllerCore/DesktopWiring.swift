@@ -1,0 +1,65 @@
+/// What the desktop wiring of a controller takes from the process's environment: where the
+/// settings file is, and whether a graphical session could show the keyring's unlock prompt.
+///
+/// ``current`` reads it (XDG Base Directory rules); a test or an unusual set-up makes its own.
+public struct DesktopEnvironment: Sendable, Equatable {
+    /// The folder of `settings.ini` and `settings.lock`.
+    public var settingsDirectory: String
+    /// Whether the Secret Service's unlock prompt has somewhere to appear.
+    public var canShowPrompts: Bool
+
+    public init(settingsDirectory: String, canShowPrompts: Bool) {
+        self.settingsDirectory = settingsDirectory
+        self.canShowPrompts = canShowPrompts
+    }
+
+    /// This process's: `$XDG_CONFIG_HOME/authctl`, with `$HOME/.config` (else the passwd entry's
+    /// home) when `XDG_CONFIG_HOME` is unset, empty or relative; prompts when `DISPLAY` or
+    /// `WAYLAND_DISPLAY` is set.
+    public static var current: DesktopEnvironment {
+        let configHome = ProcessEnvironment.value("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/") + "/.config"
+        return DesktopEnvironment(
+            settingsDirectory: configHome + "/authctl",
+            canShowPrompts: ProcessEnvironment.value("DISPLAY") != nil || ProcessEnvironment.value("WAYLAND_DISPLAY") != nil)
+    }
+}
+
+extension AuthController {
+    /// The controller of `service` on this desktop: the Secret Service's default collection, the
+    /// settings file of `environment`, `LoginStatusChanged` signals on the session bus, and
+    /// libsoup (loaded on the first request) for token servers.
+    ///
+    /// An app that imports `AuthController` calls the variant that posts on a
+    /// `NotificationCenter` instead; this one hands events to `observers` only.
+    ///
+    /// - Parameters:
+    ///   - prompting: whether calls that may unlock the keyring may show its prompt (when
+    ///     `environment` can show one); `false` makes a locked keyring fail at once.
+    ///   - keyringTimeout: the deadline of each Secret Service call; `nil` gives a minute to a
+    ///     call that may prompt and 5 seconds to any other.
+    ///   - serverTimeout: the deadline of each request to a token server.
+    ///   - busAddress: the D-Bus address to use (`unix:path=…`); `nil` for the session bus.
+    public static func desktop(service: ServiceName = .standard, environment: DesktopEnvironment = .current,
+                               prompting: Bool = true, keyringTimeout: Duration? = nil,
+                               serverTimeout: Duration = .seconds(10), busAddress: String? = nil,
+                               observers: [any LoginEventObserver]) -> AuthController {
+        AuthController(
+            service: service,
+            keyring: SecretServiceStore(promptAllowed: prompting && environment.canShowPrompts,
+                                        promptTimeout: keyringTimeout?.seconds ?? 60, callTimeout: keyringTimeout?.seconds ?? 5,
+                                        busAddress: busAddress),
+            settings: KeyFileSettingsStore(directory: environment.settingsDirectory),
+            broadcaster: DBusBroadcaster(busAddress: busAddress),
+            observers: observers,
+            tokenTransport: SoupTransport(),
+            serverTimeout: serverTimeout.seconds)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as the GLib deadlines take it.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
