@@ -3,6 +3,7 @@ import AuthControllerCore
 
 struct Accounts: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "accounts",
         abstract: "List the account ids with a stored password hash; `*` marks the signed-in one.",
         discussion: "Exit status: 0; 69 when the keyring is locked (account ids cannot be listed then)."
     )

@@ -3,6 +3,7 @@ import AuthControllerCore
 
 struct Forget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "forget",
         abstract: "Delete an account's stored password hash, signing it out if it is signed in.",
         discussion: "Exit status: 0, also when there was nothing to forget."
     )

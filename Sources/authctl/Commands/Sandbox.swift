@@ -4,6 +4,7 @@ import DesktopSandbox
 
 struct Sandbox: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sandbox",
         abstract: "Run a command in a throwaway desktop session: a private bus and an unlocked keyring.",
         discussion: """
             The command sees DBUS_SESSION_BUS_ADDRESS, XDG_CONFIG_HOME, XDG_DATA_HOME and \

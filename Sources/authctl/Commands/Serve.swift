@@ -3,6 +3,7 @@ import AuthControllerCore
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve the login state on the session bus as io.github.authctl (D-Bus activated).",
         discussion: """
             Exports io.github.authctl.AuthController1 (GetStatus, ListAccounts, GetToken, SignOut) at \

@@ -29,12 +29,14 @@ struct ServerOptions: ParsableArguments {
 
 struct Server: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "server",
         abstract: "Bind the service to a token server, show the binding, or remove it.",
         subcommands: [Set.self, Show.self, Unset.self]
     )
 
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Bind the service to a token server (https, or http to a loopback host).",
             discussion: "Refused (exit 65) while someone is signed in to the service: sign out first."
         )
@@ -60,6 +62,7 @@ struct Server: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print the service's binding.",
             discussion: "Exit status: 0, or 1 when the service is not bound."
         )
@@ -89,6 +92,7 @@ struct Server: ParsableCommand {
 
     struct Unset: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "unset",
             abstract: "Remove the service's binding.",
             discussion: "Refused (exit 65) while someone is signed in to the service: sign out first."
         )
@@ -105,6 +109,7 @@ struct Server: ParsableCommand {
 
 struct Token: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "token",
         abstract: "Print the signed-in account's access token, refreshed first when it is about to expire.",
         discussion: """
             The token is refreshed when it expires in less than --min-valid seconds (at most half \\

@@ -3,6 +3,7 @@ import AuthControllerCore
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show whether someone is signed in. Never prompts; works while the keyring is locked.",
         discussion: "Exit status: 0 signed in, 1 signed out."
     )

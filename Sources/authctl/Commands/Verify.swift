@@ -3,6 +3,7 @@ import AuthControllerCore
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Check a password against the signed-in account (re-authentication).",
         discussion: "Exit status: 0 match, 77 mismatch, 1 nobody signed in."
     )

@@ -4,6 +4,7 @@ import SystemPackage
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Print a line for each login status change of the service, as it happens.",
         discussion: """
             Listens for the LoginStatusChanged D-Bus signal of the service. With --exec, runs the \
