@@ -149,8 +149,8 @@ struct ReadmeTests {
             #expect(Self.kinds.contains(block.kind),
                     "README.md line \(block.line): a block without a verdict: put `<!-- readme-test: shell NAME -->` (or python, listeners, layout, `not run: WHY`) on the line before it")
             if block.kind == "not" {
-                #expect(block.verdict.hasPrefix("not run: ") && block.verdict.count > "not run: ".count + 10,
-                        "README.md line \(block.line): `not run:` must say how the block is exercised instead")
+                #expect(block.verdict.hasPrefix("not run: "), "README.md line \(block.line): `not run:` must say how the block is exercised instead")
+                #expect(block.verdict.count > "not run: ".count + 10, "README.md line \(block.line): `not run:` must say how the block is exercised instead")
             } else if block.kind != "layout" {
                 #expect(Self.handled.contains(block.name), "README.md line \(block.line): no test in ReadmeTests runs the block named '\(block.name)'")
                 names.append(block.name)
@@ -211,10 +211,11 @@ struct ReadmeTests {
         let monitorHeard = { listeners[3].stdout.contains(#"string "signed-in""#) }
         // Each listener prints or runs nothing until it is subscribed, so alice signs in and out
         // until all four heard a sign-in (one that missed the first hears a later one).
-        let giveUp = Date().addingTimeInterval(30)
-        while Date() < giveUp, !(execHeard() && jsonHeard() && countHeard() && monitorHeard()) {
+        _ = try await eventually(within: .seconds(30), pollingEvery: .zero) {
+            if execHeard() && jsonHeard() && countHeard() && monitorHeard() { return true }
             try await session.signIn("alice@example.org")
             _ = try await session.scenario.authctl("sign-out", "--keep-credentials")
+            return false
         }
         #expect(execHeard(), "notify-send got: \(notified())")
         let json = listeners[1].stdout.split(separator: "\n").map(String.init)
@@ -244,14 +245,14 @@ struct ReadmeTests {
 
         // A forged signal, as any peer may send: no reason, no sequence. Sent until the listener,
         // once subscribed, prints its line.
-        let giveUp = Date().addingTimeInterval(30)
-        while Date() < giveUp, !python.stdout.contains("mallory"), python.isRunning {
+        _ = try await eventually(within: .seconds(30), pollingEvery: .zero) {
+            if python.stdout.contains("mallory") || !python.isRunning { return true }
             let forged = try await session.scenario.gdbus(
                 "emit", "--session", "--object-path", "/io/github/authctl/AuthController1",
                 "--signal", "io.github.authctl.AuthController1.LoginStatusChanged",
                 "'io.github.authctl'", "'signed-in'", "'mallory'", "{'name': <'Mallory'>}")
             try #require(forged.status == 0, "\(forged)")
-            _ = await python.waitForOutput(timeout: 0.5) { $0.contains("mallory") }
+            return await python.waitForOutput(timeout: 0.5) { $0.contains("mallory") }
         }
         #expect(python.stdout.split(separator: "\n").contains("signed-in mallory None None"), "stdout: \(python.stdout)\nstderr: \(python.stderr)")
         // A real event from `authctl sign-in`.
@@ -421,12 +422,6 @@ final class PipedProcess: @unchecked Sendable {
 
     /// Waits until stdout satisfies `condition`, at most `timeout` seconds; returns whether it did.
     func waitForOutput(timeout: Double, _ condition: (String) -> Bool) async -> Bool {
-        let giveUp = Date().addingTimeInterval(timeout)
-        while Date() < giveUp {
-            if condition(stdout) { return true }
-            // polling the collected output for a condition, with a deadline
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition(stdout)
+        await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) { condition(stdout) }
     }
 }

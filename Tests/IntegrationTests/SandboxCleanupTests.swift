@@ -13,16 +13,6 @@ func processExists(_ pid: pid_t) -> Bool {
     return state != "Z"
 }
 
-/// Waits until `condition` holds, at most `seconds`; returns whether it did.
-func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let giveUp = Date().addingTimeInterval(seconds)
-    while Date() < giveUp {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// A fresh, empty directory for a test's own `TMPDIR` or fake `PATH` entries.
 func freshDirectory(_ name: String) throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-" + UUID().uuidString.prefix(8)).path
@@ -61,7 +51,7 @@ struct SandboxCleanupTests {
         let killedAt = Date()
         sandbox.signal(SIGKILL)
         #expect(await sandbox.wait(timeout: 10).status == 128 + SIGKILL)
-        let clean = await eventually(within: 2 - Date().timeIntervalSince(killedAt)) {
+        let clean = await eventually(within: .seconds(2 - Date().timeIntervalSince(killedAt))) {
             // The content, not the file's existence: the shell creates the file before it writes.
             !processExists(bus) && !processExists(keyring) && (try? String(contentsOfFile: mark, encoding: .utf8)) == "got-term\n"
                 && !FileManager.default.fileExists(atPath: folder)
@@ -80,7 +70,7 @@ struct SandboxCleanupTests {
         let bus = try #require(pid_t(found.output), "\(found)")
         sandbox.signal(SIGKILL)
         _ = await sandbox.wait(timeout: 10)
-        #expect(await eventually(within: 2) { !processExists(bus) })
+        #expect(await eventually(within: .seconds(2)) { !processExists(bus) })
         #expect(FileManager.default.fileExists(atPath: folder + "/config"))
         try? FileManager.default.removeItem(atPath: folder)
     }
@@ -155,7 +145,7 @@ struct HookCleanupTests {
         var arguments = ["watch", "--initial", "--exec", #"sleep 30 & echo "$$ $!" > "$PIDS"; wait"#]
         if how == "timeout" { arguments += ["--timeout", "1"] }
         let watch = try await scenario.start(arguments)
-        let recorded = await eventually(within: 10) {
+        let recorded = await eventually(within: .seconds(10)) {
             ((try? String(contentsOfFile: pids, encoding: .utf8)) ?? "").hasSuffix("\n")
         }
         try #require(recorded, "\(watch.stderr)")
@@ -164,6 +154,6 @@ struct HookCleanupTests {
         if how == "signal" { watch.signal(SIGTERM) }
         let run = await watch.wait(timeout: 20)
         #expect(run.status == 0, "\(run)")
-        #expect(await eventually(within: 2) { !hook.contains(where: processExists) }, "still running: \(hook.filter(processExists))")
+        #expect(await eventually(within: .seconds(2)) { !hook.contains(where: processExists) }, "still running: \(hook.filter(processExists))")
     }
 }

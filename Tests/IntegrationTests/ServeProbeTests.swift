@@ -27,8 +27,7 @@ struct ServeProbeTests {
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         // The server rotates the refresh token as it answers, a second after the request came.
         try server.configure(["refresh_delay": 1.5, "access_lifetime": 300])
-        let giveUp = Date().addingTimeInterval(20)
-        while try server.count("refresh") == 0 && Date() < giveUp { usleep(20_000) }
+        _ = try await eventually(within: .seconds(20)) { try server.count("refresh") > 0 }
         #expect(try server.count("refresh") == 1, "serve refreshed the 2 s token at 80% of its lifetime")
         serve.signal(SIGTERM)
         let ended = await serve.wait(timeout: 30)
@@ -110,12 +109,10 @@ extension ServeProbeTests {
                                         ["--foreground", "--unlock", "--components=secrets"], input: Array("pw".utf8),
                                         environment: scenario.environment)
         defer { keyring.signal(SIGKILL) }
-        let giveUp = Date().addingTimeInterval(20)
-        repeat {
+        _ = try await eventually(within: .seconds(20), pollingEvery: .milliseconds(50)) {
             objects = try await managedObjects(scenario)
-            if objects.stdout.contains("'Server': <'\(server.oauth2)'>") { break }
-            try await Task.sleep(for: .milliseconds(50))
-        } while Date() < giveUp
+            return objects.stdout.contains("'Server': <'\(server.oauth2)'>")
+        }
         #expect(objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
 
         // Gone again: the object stays as it was; a method says the keyring is unavailable.

@@ -109,7 +109,7 @@ struct ServeTests {
     func waitUntilExpired(_ scenario: Scenario) async throws {
         let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
         let expiresAt = try #require(Timestamp.microseconds(rfc3339: expiry))
-        _ = await until(timeout: 60) { AuthController.systemClock() > expiresAt + 1_000 }
+        try await sleepUntilWallClock(expiresAt + 1_001)
     }
 
     // MARK: - Methods
@@ -222,7 +222,7 @@ struct ServeTests {
             try server.configure(["revoke_all": true, "refresh_delay": 3])
         }
         if family == "Denied" {
-            #expect(await until(timeout: 20) { (try? server.count("refresh")) ?? 0 >= 1 })
+            #expect(await eventually(within: .seconds(20)) { (try? server.count("refresh")) ?? 0 >= 1 })
         } else {
             try await waitUntilExpired(scenario)
         }
@@ -326,7 +326,7 @@ struct ServeTests {
         let monitor = try await BusMonitor(scenario, rules: serveRules)
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let issued = try #require(try server.log().last?["time"] as? Double)
-        #expect(await until(timeout: 30) { (try? server.count("refresh")) ?? 0 >= 2 })
+        #expect(await eventually(within: .seconds(30)) { (try? server.count("refresh")) ?? 0 >= 2 })
         let refreshes = try server.log().filter { $0["endpoint"] as? String == "refresh" }.compactMap { $0["time"] as? Double }
         let first = try #require(refreshes.first) - issued, second = refreshes[1] - refreshes[0]
         print("serve: background refreshes of a 5 s token after", first, "s and", second, "s")
@@ -360,11 +360,11 @@ struct ServeTests {
         defer { serve.signal(SIGTERM) }
         let searches = try await BusMonitor(scenario, rules: ["type='method_call',interface='org.freedesktop.Secret.Service',member='SearchItems'"])
         // The background refresh at about 80% of 5 s, answered 3 s later.
-        #expect(await until(timeout: 30) { (try? server.count("refresh")) ?? 0 >= 1 })
+        #expect(await eventually(within: .seconds(30)) { (try? server.count("refresh")) ?? 0 >= 1 })
         let asked = try #require(try server.log().first { $0["endpoint"] as? String == "refresh" }?["time"] as? Double)
         // Its answer is stored: the expiry moves.
         let before = microseconds(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"])
-        #expect(await until(timeout: 30) {
+        #expect(await eventually(within: .seconds(30), pollingEvery: .milliseconds(50)) {
             guard let now = try? await scenario.authctl("status", "--json") else { return false }
             return self.microseconds(self.json(now)["accessTokenExpiresAt"]) != before
         })
@@ -482,7 +482,7 @@ struct ServeTests {
         let (first, owner) = try await scenario.startServe()
 
         // GetManagedObjects lists exactly the services with a settings group.
-        let listed = await until(timeout: 20) {
+        let listed = await eventually(within: .seconds(20), pollingEvery: .milliseconds(50)) {
             let run = try? await scenario.call("GetManagedObjects", interface: "org.freedesktop.DBus.ObjectManager")
             return Set(GVariantText.strings(run?.stdout ?? "").filter { $0.hasPrefix(ServeBus.path + "/") })
                 == [ServeBus.path + "/services/own_2eone", ServeBus.path + "/services/own_2etwo"]

@@ -294,7 +294,7 @@ struct WatchReaderTests {
         let watch = try await scenario.startShell(#"""
             { "$AUTHCTL" watch --json --initial --exec ': > "\#(ready)"'; echo "watch=$?" >&2; } | head -n 2
             """#)
-        #expect(eventually { FileManager.default.fileExists(atPath: ready) })
+        #expect(await eventually(within: .seconds(30)) { FileManager.default.fileExists(atPath: ready) })
         try await scenario.authctl("sign-in", "reader-test", "--password-stdin", stdin: "pw").expect(0)
         let started = Date()
         let run = await watch.wait(timeout: 20)

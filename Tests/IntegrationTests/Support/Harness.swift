@@ -255,12 +255,8 @@ final class Spawned: Sendable {
 
     /// Waits until stdout holds `count` lines (or the program ends), at most `timeout` seconds.
     func waitForLines(_ count: Int, timeout: Double = 30) async -> [String] {
-        let giveUp = Date().addingTimeInterval(timeout)
-        while Date() < giveUp {
-            let lines = stdout.split(separator: "\n").map(String.init)
-            if lines.count >= count { return lines }
-            // polling a file for a condition, with a deadline
-            try? await Task.sleep(for: .milliseconds(5))
+        _ = await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) {
+            stdout.split(separator: "\n").count >= count
         }
         return stdout.split(separator: "\n").map(String.init)
     }
