@@ -2,7 +2,8 @@ import AuthController
 @testable import AuthControllerCore
 import Testing
 
-@Suite("Argon2id hashing (SPEC §3)")
+/// The parameters and why they were chosen: the README, "Why these Argon2 parameters".
+@Suite("Argon2id hashing")
 struct HasherTests {
     /// Small parameters keep the tests fast; the policy is the same.
     let hasher = Argon2idHasher(parameters: .init(memoryKiB: 64, iterations: 2, parallelism: 1))

@@ -33,7 +33,8 @@ struct SettingsFolder: ~Copyable {
     func contents() throws -> String { try String(contentsOfFile: file, encoding: .utf8) }
 }
 
-@Suite("Settings file (SPEC §4)")
+/// The file the README's "Where data lives" describes.
+@Suite("Settings file")
 struct SettingsFileTests {
     let alice = AccountID(rawValue: "alice@example.org")!
 

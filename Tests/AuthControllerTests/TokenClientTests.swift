@@ -29,7 +29,8 @@ extension HTTPRequest {
     func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
 }
 
-@Suite("Token clients (SPEC §10.2, §10.3)")
+/// The two protocols of the README's "Remote accounts: a token server" and `authctl.server(1)`.
+@Suite("Token clients: the OAuth 2 password grant and the JSON API")
 struct TokenClientTests {
     let now: UInt64 = 1_795_000_000_000_000
     let alice = AccountID(rawValue: "alice@example.org")!

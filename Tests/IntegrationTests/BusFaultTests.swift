@@ -45,7 +45,9 @@ final class MuteBus: @unchecked Sendable {
     }
 }
 
-@Suite("Bus faults (SPEC §7.1, §7.9)")
+/// A session bus that goes away, says nothing or answers late: every command ends within its
+/// deadline with one line (the README, "Reacting to logins" and the table of exit codes).
+@Suite("Bus faults")
 struct BusFaultTests {
     @Test("the session bus going away under watch: exit 69 within 1 s, one line saying so")
     func busGoesAway() async throws {

@@ -295,7 +295,7 @@ extension Run {
     }
 }
 
-/// SPEC §7.10: output that cannot be written is exit 74 with a message, never a silent 0.
+/// Output that cannot be written is exit 74 with a message, never a silent 0.
 @Suite("authctl with an unwritable stdout")
 struct UnwritableOutputTests {
     @Test("a command whose stdout is /dev/full: 74 and one line on stderr",

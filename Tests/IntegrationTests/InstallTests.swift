@@ -2,14 +2,15 @@ import DesktopSandbox
 import Foundation
 import Testing
 
-/// `make install` and `make uninstall` (SPEC §12), each test into a temporary `DESTDIR` of its own.
+/// `make install` and `make uninstall` (the README, "Install"), each test into a temporary `DESTDIR`
+/// of its own.
 ///
 /// `swift test` holds the lock on `.build/` for its whole run, so these tests never build: `make test`
 /// builds the release binary and the manual generator first, and the tests run the recipes with the two
 /// targets that run `swift build` taken as done (`-o build -o manual-tool`).
 @Suite("make install and make uninstall")
 struct InstallTests {
-    @Test("installs exactly SPEC §12's files, one man page per command, with their modes")
+    @Test("installs exactly the files the README lists under Install, one man page per command, with their modes")
     func fileList() async throws {
         let installation = try await Installation.installed()
         defer { installation.remove() }

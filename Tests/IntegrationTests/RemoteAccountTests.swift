@@ -2,8 +2,9 @@ import AuthController
 import Foundation
 import Testing
 
-/// `authctl` against a real HTTP token server on 127.0.0.1 (SPEC §10): both protocols, the
-/// token's life, single flight across processes, and what a hostile or failing server does.
+/// `authctl` against a real HTTP token server on 127.0.0.1 (the README, "Remote accounts: a token
+/// server"): both protocols, the token's life, single flight across processes, and what a hostile
+/// or failing server does.
 @Suite("Remote accounts against a token server")
 struct RemoteAccountTests {
     /// A server and a scenario where alice is signed in and her access token (2 s) has just
@@ -191,7 +192,7 @@ struct RemoteAccountTests {
         #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
     }
 
-    @Test("a hostile or failing server: the exit code of SPEC §10.2, one line, nothing changes", arguments: [
+    @Test("a hostile or failing server: 69 failing, 75 silent, 76 not understood, one line, nothing changes", arguments: [
         (#"{"status": 200, "body": "not json"}"#, Int32(76)),
         (#"{"oversized": 70000}"#, 76),
         (#"{"status": 302, "headers": {"Location": "https://evil.example/"}}"#, 76),

@@ -3,7 +3,7 @@ import DesktopSandbox
 import Foundation
 import Testing
 
-/// `authctl serve` (SPEC §11) under faults and misuse: what a signal, a hostile peer or a
+/// `authctl serve` (`authctl.serve(1)`) under faults and misuse: what a signal, a hostile peer or a
 /// failing server must not break. Each test has a sandbox of its own, as `serve` owns one name
 /// per bus.
 @Suite("serve under faults and misuse")
@@ -126,7 +126,7 @@ extension ServeProbeTests {
     }
 }
 
-/// `make install` and `make uninstall` (SPEC §12) given paths with characters that mean something
+/// `make install` and `make uninstall` (the README, "Install") given paths with characters that mean something
 /// to the shell, sed, D-Bus or systemd. Like ``InstallTests``, these run the recipes without building.
 @Suite("make install with awkward paths")
 struct InstallPathProbeTests {

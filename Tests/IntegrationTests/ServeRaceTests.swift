@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// `authctl serve` (SPEC §11) under load and races: many services, changes in quick
+/// `authctl serve` (`authctl.serve(1)`) under load and races: many services, changes in quick
 /// succession, and the settings folder appearing after it started.
 @Suite("serve under load and races")
 struct ServeRaceTests {

@@ -79,7 +79,7 @@ let serveRules = [
     "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'",
 ]
 
-/// SPEC §11: `authctl serve` on a private bus with a real gnome-keyring and token server.
+/// `authctl serve` (`authctl.serve(1)`) on a private bus with a real gnome-keyring and token server.
 @Suite("authctl serve")
 struct ServeTests {
     func json(_ run: Run) -> [String: Any] {

@@ -72,7 +72,7 @@ struct TerminalTests {
         #expect(try await scenario.authctl("whoami").output == "tty-user")
     }
 
-    /// SPEC §6.1: however the prompt ends, the terminal's echo is back on afterwards.
+    /// However the prompt ends, the terminal's echo is back on afterwards.
     @Test("a signal at the password prompt leaves the terminal with echo on", arguments: [SIGINT, SIGTERM, SIGHUP])
     func signalAtPrompt(_ signalNumber: Int32) async throws {
         let scenario = try await Scenario()

@@ -273,7 +273,7 @@ struct DoctorTests {
     }
 }
 
-/// SPEC §7.9: when the reader of `watch`'s output goes away, `watch` ends at once, status 0,
+/// When the reader of `watch`'s output goes away, `watch` ends at once, status 0,
 /// without a message — also when no further event would come to write.
 @Suite("authctl watch whose reader goes away")
 struct WatchReaderTests {
