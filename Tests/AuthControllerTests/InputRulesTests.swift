@@ -78,7 +78,9 @@ struct InputRulesTests {
         let result = bytes.value.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
         switch result {
         case .success: #expect(valid)
-        case .failure(let error): #expect(!valid && error.exitCode == 65)
+        case .failure(let error):
+            #expect(!valid)
+            #expect(error.exitCode == 65)
         }
     }
 }

@@ -156,7 +156,8 @@ struct ReadmeTests {
                 names.append(block.name)
             }
         }
-        #expect(Set(names) == Self.handled && names.count == Set(names).count, "README.md names \(names.sorted()), ReadmeTests runs \(Self.handled.sorted())")
+        #expect(Set(names) == Self.handled, "README.md names \(names.sorted()), ReadmeTests runs \(Self.handled.sorted())")
+        #expect(names.count == Set(names).count, "README.md names \(names.sorted()), ReadmeTests runs \(Self.handled.sorted())")
     }
 
     @Test("Use: sign-in, status, whoami, verify, accounts, sign-out, forget")
@@ -175,7 +176,8 @@ struct ReadmeTests {
         #expect(lines.contains("* alice@example.org"), "\(run)")
         let json = try #require(lines.first { $0.hasPrefix("{") })
         let status = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        #expect(status?["user"] as? String == "alice@example.org" && status?["signedIn"] as? Bool == true, "\(json)")
+        #expect(status?["user"] as? String == "alice@example.org", "\(json)")
+        #expect(status?["signedIn"] as? Bool == true, "\(json)")
         // sign-out deleted the hash: nobody is signed in and no account is left.
         #expect(try await session.scenario.authctl("status").status == 1)
         #expect(try await session.scenario.authctl("accounts").stdout == "")
@@ -187,7 +189,8 @@ struct ReadmeTests {
         defer { session.stop() }
         try await session.signIn("alice@example.org")
         let run = try await session.shell(try ReadmeBlock.named("scripts").text)
-        #expect(run.status == 0 && run.stdout == "signed in as alice@example.org\nalice@example.org\n", "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout == "signed in as alice@example.org\nalice@example.org\n", "\(run)")
     }
 
     @Test("Reacting to logins: each listener hears a sign-in")
@@ -219,10 +222,13 @@ struct ReadmeTests {
         }
         #expect(execHeard(), "notify-send got: \(notified())")
         let json = listeners[1].stdout.split(separator: "\n").map(String.init)
-        #expect(json.first?.contains(#""reason":"initial""#) == true && jsonHeard(), "\(json)")
-        #expect(monitorHeard() && listeners[3].stdout.contains(#"string "io.github.authctl""#), "dbus-monitor: \(listeners[3].stdout)")
+        #expect(json.first?.contains(#""reason":"initial""#) == true, "\(json)")
+        #expect(jsonHeard(), "\(json)")
+        #expect(monitorHeard(), "dbus-monitor: \(listeners[3].stdout)")
+        #expect(listeners[3].stdout.contains(#"string "io.github.authctl""#), "dbus-monitor: \(listeners[3].stdout)")
         let once = await listeners[2].wait(timeout: 10)
-        #expect(once.status == 0 && once.stdout.split(separator: "\n").count == 1, "watch --count 1: \(once)")
+        #expect(once.status == 0, "watch --count 1: \(once)")
+        #expect(once.stdout.split(separator: "\n").count == 1, "watch --count 1: \(once)")
         for listener in [listeners[0], listeners[1], listeners[3]] { listener.signal(SIGTERM) }
         for (index, listener) in [listeners[0], listeners[1]].enumerated() {
             let run = await listener.wait(timeout: 10)
@@ -259,7 +265,8 @@ struct ReadmeTests {
         try await session.signIn("alice@example.org")
         let arrived = await python.waitForOutput(timeout: 30) { $0.contains("signed-in alice@example.org sign-in 1\n") }
         #expect(arrived, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
-        #expect(python.isRunning && python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.isRunning, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
     }
 
     @Test("The serve listener starts `authctl serve` by activation, prints the state, and follows each change at once to a pipe")
@@ -281,7 +288,8 @@ struct ReadmeTests {
         #expect(await python.waitForOutput(timeout: 30) { $0.hasSuffix("signed out\n") }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
         try await session.signIn("bob@example.org")
         #expect(await python.waitForOutput(timeout: 30) { $0.hasSuffix("signed in as bob@example.org\n") }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
-        #expect(python.isRunning && python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.isRunning, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
     }
 
     @Test("Remote accounts: both protocols and curl, against the local token server")
@@ -312,7 +320,8 @@ struct ReadmeTests {
         #expect(requests == ["login", "refresh", "revoke"] || requests == ["login", "refresh"], "\(requests)")
         #expect(try api.count("register") == 1)
         let corp = try await session.scenario.authctl(["--service", "corp", "status", "--json"])
-        #expect(corp.status == 0 && corp.stdout.contains(#""user":"alice""#), "\(corp)")
+        #expect(corp.status == 0, "\(corp)")
+        #expect(corp.stdout.contains(#""user":"alice""#), "\(corp)")
     }
 
     @Test("Headless: authctl sandbox runs a test suite, and --keep keeps the folder")
@@ -331,12 +340,14 @@ struct ReadmeTests {
         #expect(run.status == 0, "\(run)")
         let recorded = try String(contentsOfFile: result, encoding: .utf8)
         // Signed out in an empty keyring, on a bus of its own.
-        #expect(recorded.hasPrefix("1 unix:") && !recorded.contains(session.sandbox.busAddress), "\(recorded)")
+        #expect(recorded.hasPrefix("1 unix:"), "\(recorded)")
+        #expect(!recorded.contains(session.sandbox.busAddress), "\(recorded)")
         let kept = try #require(run.stderr.split(separator: "\n").compactMap { line in
             line.split(separator: " ").last.map(String.init).flatMap { $0.hasPrefix("/") ? $0 : nil }
         }.last, "\(run)")
         var folder: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: kept, isDirectory: &folder) && folder.boolValue, "\(run)")
+        #expect(FileManager.default.fileExists(atPath: kept, isDirectory: &folder), "\(run)")
+        #expect(folder.boolValue, "\(run)")
         try? FileManager.default.removeItem(atPath: kept)
     }
 

@@ -43,45 +43,59 @@ struct RemoteAccountTests {
                                         "--client-id", "cli", "--scope", "openid profile", "--revoke-url", server.revoke])
         #expect(run.status == 0, "\(run)")
         run = try await scenario.authctl("server", "show", "--json")
-        #expect(json(run)["server"] as? String == server.oauth2 && json(run)["clientId"] as? String == "cli", "\(run)")
+        #expect(json(run)["server"] as? String == server.oauth2, "\(run)")
+        #expect(json(run)["clientId"] as? String == "cli", "\(run)")
         run = try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "s3cret pw\n")
         #expect(run.status == 0, "\(run)")
         let login = try #require(try server.log().last)
         #expect((login["fields"] as? [String: String]) == ["grant_type": "password", "username": "alice@example.org", "password": "s3cret pw",
                                                           "client_id": "cli", "scope": "openid profile"])
         let headers = login["headers"] as? [String: String] ?? [:]
-        #expect(headers["accept"] == "application/json" && headers["user-agent"]?.hasPrefix("authctl/") == true, "\(headers)")
+        #expect(headers["accept"] == "application/json", "\(headers)")
+        #expect(headers["user-agent"]?.hasPrefix("authctl/") == true, "\(headers)")
 
         run = try await scenario.authctl("status", "--json")
         let status = json(run)
-        #expect(status["signedIn"] as? Bool == true && status["server"] as? String == server.oauth2)
-        #expect(status["accessTokenExpiresAt"] is String && status["refreshTokenExpiresAt"] is String, "\(run)")
+        #expect(status["signedIn"] as? Bool == true)
+        #expect(status["server"] as? String == server.oauth2)
+        #expect(status["accessTokenExpiresAt"] is String, "\(run)")
+        #expect(status["refreshTokenExpiresAt"] is String, "\(run)")
 
         let requests = try server.log().count
         run = try await scenario.authctl("token")
         let accepted = try server.accepts(run.output), requestsAfter = try server.log().count
-        #expect(run.status == 0 && accepted && requestsAfter == requests, "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(accepted, "\(run)")
+        #expect(requestsAfter == requests, "\(run)")
         let first = run.output
         run = try await scenario.authctl("token", "--refresh", "--json")
         let refreshed = json(run)["accessToken"] as? String ?? ""
         let refreshedAccepted = try server.accepts(refreshed), refreshes = try server.count("refresh")
-        #expect(run.status == 0 && refreshed != first && refreshedAccepted && refreshes == 1, "\(run)")
-        #expect(json(run)["tokenType"] as? String == "Bearer" && json(run)["user"] as? String == "alice@example.org")
+        #expect(run.status == 0, "\(run)")
+        #expect(refreshed != first, "\(run)")
+        #expect(refreshedAccepted, "\(run)")
+        #expect(refreshes == 1, "\(run)")
+        #expect(json(run)["tokenType"] as? String == "Bearer")
+        #expect(json(run)["user"] as? String == "alice@example.org")
 
         run = try await scenario.authctl("accounts")
         #expect(run.stdout == "* alice@example.org\n", "\(run)")
         run = try await scenario.authctl("server", "unset")
-        #expect(run.status == 65 && run.stderr.contains("sign out first"), "\(run)")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("sign out first"), "\(run)")
         run = try await scenario.authctl("sign-out")
-        #expect(run.status == 0 && run.stderr.isEmpty, "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run)")
         #expect(try server.log().last?["endpoint"] as? String == "revoke")
         #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
         run = try await scenario.authctl("server", "show")
-        #expect(run.status == 0 && run.stdout.contains("server: \(server.oauth2)"), "the binding outlives sign-out: \(run)")
+        #expect(run.status == 0, "the binding outlives sign-out: \(run)")
+        #expect(run.stdout.contains("server: \(server.oauth2)"), "the binding outlives sign-out: \(run)")
         run = try await scenario.authctl("server", "unset")
         #expect(run.status == 0)
         run = try await scenario.authctl("server", "show", "--json")
-        #expect(run.status == 1 && json(run)["server"] is NSNull, "\(run)")
+        #expect(run.status == 1, "\(run)")
+        #expect(json(run)["server"] is NSNull, "\(run)")
     }
 
     @Test("json protocol: register, then log in; refresh with the refresh token as Bearer; 409 and 401")
@@ -93,10 +107,12 @@ struct RemoteAccountTests {
         #expect(try server.log().last?["path"] as? String == "/api/register")
         run = try await scenario.authctl("token", "--refresh")
         let refresh = try #require(try server.log().last)
-        #expect(refresh["path"] as? String == "/api/refresh_tokens" && (refresh["authorization"] as? String)?.hasPrefix("Bearer refresh-") == true)
+        #expect(refresh["path"] as? String == "/api/refresh_tokens")
+        #expect((refresh["authorization"] as? String)?.hasPrefix("Bearer refresh-") == true)
         run = try await scenario.authctl("sign-out")
         run = try await scenario.authctl("sign-in", "bob", "--register", "--password-stdin", stdin: "pw")
-        #expect(run.status == 65 && run.stderr.contains("already has an account"), "\(run)")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("already has an account"), "\(run)")
         run = try await scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "wrong")
         #expect(run.status == 77, "\(run)")
         #expect(try await scenario.authctl("status").status == 1)
@@ -125,7 +141,8 @@ struct RemoteAccountTests {
         }
         var runs: [Run] = []
         for spawned in started { runs.append(await spawned.wait(timeout: 60)) }
-        #expect(runs.allSatisfy { $0.status == 0 } && Set(runs.map(\.output)).count == 1, "\(runs)")
+        #expect(runs.allSatisfy { $0.status == 0 }, "\(runs)")
+        #expect(Set(runs.map(\.output)).count == 1, "\(runs)")
         #expect(try server.count("refresh") == 1)
     }
 
@@ -137,7 +154,8 @@ struct RemoteAccountTests {
         try server.configure(["revoke_all": true, "refresh_delay": 3])
         let listener = try scenario.listener()
         let runs = try await startAll(12, scenario, ["token"])
-        #expect(runs.allSatisfy { $0.status == 77 && $0.stderr.contains("sign in again") }, "\(runs)")
+        #expect(runs.allSatisfy { $0.status == 77 }, "\(runs)")
+        #expect(runs.allSatisfy { $0.stderr.contains("sign in again") }, "\(runs)")
         #expect(try server.count("refresh") == 1)
         let events = try await collect(1, from: listener)
         #expect(events.map(\.reason) == [.expired])
@@ -169,10 +187,12 @@ struct RemoteAccountTests {
             try await scenario.authctl("sign-in", "alice", "--server", url(server), "--protocol", tokenProtocol, "--password-stdin", stdin: "pw").expect(0)
             let status = json(try await scenario.authctl("status", "--json"))
             let expiry = try #require(Timestamp.microseconds(rfc3339: status["accessTokenExpiresAt"] as? String ?? ""))
-            #expect(expiry > before + 590_000_000 && expiry < AuthController.systemClock() + 610_000_000, "\(tokenProtocol): \(status)")
+            #expect(expiry > before + 590_000_000, "\(tokenProtocol): \(status)")
+            #expect(expiry < AuthController.systemClock() + 610_000_000, "\(tokenProtocol): \(status)")
             let run = try await scenario.authctl("token")
             let refreshes = try server.count("refresh")
-            #expect(run.status == 0 && refreshes == 0, "\(tokenProtocol): \(run)")
+            #expect(run.status == 0, "\(tokenProtocol): \(run)")
+            #expect(refreshes == 0, "\(tokenProtocol): \(run)")
         }
     }
 
@@ -185,9 +205,12 @@ struct RemoteAccountTests {
         try server.configure(["revoke_all": true])
         let listener = try scenario.listener()
         let run = try await scenario.authctl("token", "--refresh")
-        #expect(run.status == 77 && run.stderr.contains("sign in again") && run.stdout.isEmpty, "\(run)")
+        #expect(run.status == 77, "\(run)")
+        #expect(run.stderr.contains("sign in again"), "\(run)")
+        #expect(run.stdout.isEmpty, "\(run)")
         let events = try await collect(1, from: listener)
-        #expect(events.map(\.reason) == [.expired] && events.first?.user?.rawValue == "alice")
+        #expect(events.map(\.reason) == [.expired])
+        #expect(events.first?.user?.rawValue == "alice")
         #expect(try await scenario.authctl("status").status == 1)
         #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
     }
@@ -208,7 +231,9 @@ struct RemoteAccountTests {
         try server.configure(["accounts": ["alice": "pw"], "scripted": [answer]])
         let scenario = try await Scenario()
         let run = try await scenario.authctl(["--server-timeout", "1", "sign-in", "alice", "--server", server.oauth2, "--password-stdin"], input: Array("pw".utf8))
-        #expect(run.status == code && run.stderr.hasPrefix("authctl: ") && run.stderr.split(separator: "\n").count == 1, "\(run)")
+        #expect(run.status == code, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: "), "\(run)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run)")
         #expect(!run.stderr.contains("\u{1b}"), "\(run)")
         #expect(try await scenario.authctl("status").status == 1)
         #expect(try await scenario.authctl("server", "show").status == 1, "a failed sign-in keeps no binding")
@@ -223,7 +248,9 @@ struct RemoteAccountTests {
         try server.configure(["scripted": [["status": 500, "body": "down"]]])
         let run = try await scenario.authctl("token", "--refresh")
         let accepted = try server.accepts(run.output)
-        #expect(run.status == 0 && accepted && run.stderr.contains("still valid"), "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(accepted, "\(run)")
+        #expect(run.stderr.contains("still valid"), "\(run)")
     }
 
     @Test("server URLs that break a rule are 65 and store nothing", arguments: [
@@ -232,7 +259,8 @@ struct RemoteAccountTests {
     func badServerURLs(_ url: String) async throws {
         let scenario = try await Scenario()
         let run = try await scenario.authctl("server", "set", url)
-        #expect(run.status == 65 && run.stderr.hasPrefix("authctl: invalid server URL"), "\(run)")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: invalid server URL"), "\(run)")
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
     }
 
@@ -250,7 +278,8 @@ struct RemoteAccountTests {
         let scenario = try await Scenario()
         let run = try await scenario.authctl(["sign-in", "alice", "--server", "https://localhost:\(server.port)/oauth/token", "--password-stdin"],
                                              input: Array("pw".utf8))
-        #expect(run.status == 69 && run.stderr.contains("TLS"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("TLS"), "\(run)")
         #expect(try await scenario.authctl("server", "show").status == 1)
         #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
         server.stop()
@@ -260,12 +289,15 @@ struct RemoteAccountTests {
     func refusedAndUnbound() async throws {
         let scenario = try await Scenario()
         var run = try await scenario.authctl("sign-in", "alice", "--server", "http://127.0.0.1:1/token", "--password-stdin", stdin: "pw")
-        #expect(run.status == 69 && run.stderr.contains("cannot reach"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("cannot reach"), "\(run)")
         run = try await scenario.authctl("token")
-        #expect(run.status == 65 && run.stderr.contains("not bound"), "\(run)")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("not bound"), "\(run)")
         try await scenario.authctl("server", "set", "http://127.0.0.1:1/token").expect(0)
         run = try await scenario.authctl("token")
-        #expect(run.status == 1 && run.stderr.contains("nobody is signed in"), "\(run)")
+        #expect(run.status == 1, "\(run)")
+        #expect(run.stderr.contains("nobody is signed in"), "\(run)")
     }
 
     @Test("forget revokes like sign-out; tokens never reach the settings file")
@@ -279,9 +311,11 @@ struct RemoteAccountTests {
         let stored = try await scenario.secretTool("search", "service", scenario.service).stdout
         let refresh = try #require(stored.split(separator: "\"").first { $0.hasPrefix("refresh-") }, "\(stored)")
         let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
-        #expect(!settings.contains(token) && !settings.contains(refresh), "\(settings)")
+        #expect(!settings.contains(token), "\(settings)")
+        #expect(!settings.contains(refresh), "\(settings)")
         let run = try await scenario.authctl("forget", "alice")
-        #expect(run.status == 0 && run.stdout.contains("Signed out"), "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains("Signed out"), "\(run)")
         #expect(try server.log().last?["endpoint"] as? String == "revoke")
         #expect(try await scenario.authctl("accounts").stdout.isEmpty)
     }

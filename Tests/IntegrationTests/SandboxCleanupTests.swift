@@ -46,7 +46,8 @@ struct SandboxCleanupTests {
         }
         let bus = try await owner("org.freedesktop.DBus")
         let keyring = try await owner("org.freedesktop.secrets")
-        #expect(processExists(bus) && processExists(keyring))
+        #expect(processExists(bus))
+        #expect(processExists(keyring))
 
         let killedAt = Date()
         sandbox.signal(SIGKILL)
@@ -79,10 +80,12 @@ struct SandboxCleanupTests {
     func commandFaults() async throws {
         let scenario = try await Scenario()
         let missing = try await scenario.authctl("sandbox", "--", "/nonexistent/cmd")
-        #expect(missing.status == 127 && missing.stderr == "authctl: /nonexistent/cmd: command not found\n", "\(missing)")
+        #expect(missing.status == 127, "\(missing)")
+        #expect(missing.stderr == "authctl: /nonexistent/cmd: command not found\n", "\(missing)")
         let data = try await scenario.authctl("sandbox", "--", "/etc/passwd")
-        #expect(data.status == 126 && data.stderr.hasPrefix("authctl: /etc/passwd: cannot be executed")
-                && data.stderr.filter { $0 == "\n" }.count == 1, "\(data)")
+        #expect(data.status == 126, "\(data)")
+        #expect(data.stderr.hasPrefix("authctl: /etc/passwd: cannot be executed"), "\(data)")
+        #expect(data.stderr.filter { $0 == "\n" }.count == 1, "\(data)")
         let folder = try await scenario.authctl("sandbox", "--", "/")
         #expect(folder.status == 126, "\(folder)")
     }
@@ -98,7 +101,8 @@ struct SandboxCleanupTests {
         scenario.extraEnvironment["TMPDIR"] = temporary
         scenario.extraEnvironment["PATH"] = fakes + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69 && run.stderr.contains("dbus-daemon exited at start-up"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("dbus-daemon exited at start-up"), "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
     }
 
@@ -117,7 +121,9 @@ struct SandboxCleanupTests {
         #expect(filler.status == 0)
         scenario.extraEnvironment["TMPDIR"] = temporary
         let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69 && run.stderr.hasPrefix("authctl: ") && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: "), "\(run)")
+        #expect(run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary) == ["filler"])
     }
 
@@ -130,7 +136,9 @@ struct SandboxCleanupTests {
         try FileManager.default.createDirectory(atPath: long, withIntermediateDirectories: true)
         scenario.extraEnvironment["TMPDIR"] = long
         let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69 && run.stderr.contains("bus socket path") && run.stderr.contains("TMPDIR"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("bus socket path"), "\(run)")
+        #expect(run.stderr.contains("TMPDIR"), "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: long).isEmpty)
     }
 }
@@ -150,7 +158,8 @@ struct HookCleanupTests {
         }
         try #require(recorded, "\(watch.stderr)")
         let hook = try String(contentsOfFile: pids, encoding: .utf8).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { pid_t($0) }
-        #expect(hook.count == 2 && hook.allSatisfy(processExists))
+        #expect(hook.count == 2)
+        #expect(hook.allSatisfy(processExists))
         if how == "signal" { watch.signal(SIGTERM) }
         let run = await watch.wait(timeout: 20)
         #expect(run.status == 0, "\(run)")

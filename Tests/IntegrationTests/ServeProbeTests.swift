@@ -35,7 +35,8 @@ struct ServeProbeTests {
         // The token serve received is the one stored: no further refresh, and the server takes it.
         let token = try await scenario.authctl("token")
         #expect(token.status == 0, "\(token)")
-        #expect(try server.accepts(token.output) && server.count("refresh") == 1)
+        #expect(try server.accepts(token.output))
+        #expect(try server.count("refresh") == 1)
     }
 
     @Test("a serve taken over by `serve --replace` exits 0 and prints nothing")
@@ -45,10 +46,12 @@ struct ServeProbeTests {
         let second = try await scenario.start(["serve", "--replace"])
         defer { second.signal(SIGTERM) }
         let replaced = await first.wait(timeout: 20)
-        #expect(replaced.status == 0 && replaced.stderr.isEmpty, "\(replaced)")
+        #expect(replaced.status == 0, "\(replaced)")
+        #expect(replaced.stderr.isEmpty, "\(replaced)")
         second.signal(SIGTERM)
         let replacer = await second.wait(timeout: 20)
-        #expect(replacer.status == 0 && replacer.stderr.isEmpty, "\(replacer)")
+        #expect(replacer.status == 0, "\(replacer)")
+        #expect(replacer.stderr.isEmpty, "\(replacer)")
     }
 
     @Test("the call that activates serve is answered from the service's object: Properties.GetAll shows who is signed in")
@@ -67,7 +70,8 @@ struct ServeProbeTests {
         let properties = try await scenario.gdbus("call", "--session", "--dest", LoginService.busName,
                                                   "--object-path", LoginService.objectPath(of: scenario.serviceName),
                                                   "--method", "org.freedesktop.DBus.Properties.GetAll", LoginService.sessionInterface)
-        #expect(properties.status == 0 && properties.stdout.contains("'User': <'alice'>"), "\(properties)")
+        #expect(properties.status == 0, "\(properties)")
+        #expect(properties.stdout.contains("'User': <'alice'>"), "\(properties)")
     }
 }
 
@@ -98,7 +102,8 @@ extension ServeProbeTests {
         let path = LoginService.objectPath(of: scenario.serviceName)
         // Every service with a settings group is an object, whatever the keyring.
         var objects = try await managedObjects(scenario)
-        #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <''>"), "\(objects)\n\(serve.stderr)")
+        #expect(objects.stdout.contains("'\(path)'"), "\(objects)\n\(serve.stderr)")
+        #expect(objects.stdout.contains("'Server': <''>"), "\(objects)\n\(serve.stderr)")
 
         // A keyring daemon appears: serve reads the state again without any other trigger (and
         // ends alice's session, whose item the new keyring does not hold).
@@ -120,9 +125,11 @@ extension ServeProbeTests {
         _ = await keyring.wait()
         let status = try await scenario.gdbus("call", "--session", "--dest", LoginService.busName, "--object-path", LoginService.objectPath,
                                               "--method", "io.github.authctl.AuthController1.GetStatus", scenario.service)
-        #expect(status.status != 0 && status.stderr.contains("io.github.authctl.Error.Unavailable"), "\(status)")
+        #expect(status.status != 0, "\(status)")
+        #expect(status.stderr.contains("io.github.authctl.Error.Unavailable"), "\(status)")
         objects = try await managedObjects(scenario)
-        #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
+        #expect(objects.stdout.contains("'\(path)'"), "\(objects)")
+        #expect(objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
     }
 }
 
@@ -142,7 +149,8 @@ struct InstallPathProbeTests {
         let installation = try installation(destdir: "/stage", prefix: prefix)
         defer { installation.remove() }
         let run = try await installation.make("install")
-        #expect(run.status == 2 && run.stderr.contains("PREFIX must be an absolute path"), "\(run)")
+        #expect(run.status == 2, "\(run)")
+        #expect(run.stderr.contains("PREFIX must be an absolute path"), "\(run)")
         #expect(!FileManager.default.fileExists(atPath: installation.destdir), "nothing staged")
     }
 
