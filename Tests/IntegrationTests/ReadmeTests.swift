@@ -299,10 +299,10 @@ struct ReadmeTests {
         // sso.example.org is played by one local token server (which also serves /me, as a
         // resource server that trusts its tokens), api.example.org/v1 by another: one knows
         // alice, at the other she registers.
-        let sso = try TokenServer()
+        let sso = try await TokenServer()
         defer { sso.stop() }
         try sso.configure(["accounts": ["alice": "correct horse battery staple"]])
-        let api = try TokenServer()
+        let api = try await TokenServer()
         defer { api.stop() }
         let script = try ReadmeBlock.named("remote").substituting([
             ("https://sso.example.org/realms/corp/protocol/openid-connect/token", sso.oauth2),

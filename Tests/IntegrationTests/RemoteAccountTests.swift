@@ -10,7 +10,7 @@ struct RemoteAccountTests {
     /// A server and a scenario where alice is signed in and her access token (2 s) has just
     /// expired — waited for by the expiry the tool itself reports, not by a guess.
     func signedInWithAnExpiredToken(_ settings: [String: any Sendable] = [:]) async throws -> (TokenServer, Scenario) {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2].merging(settings) { $1 })
         let scenario = try await Scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
@@ -36,7 +36,7 @@ struct RemoteAccountTests {
 
     @Test("oauth2 round trip: bind, sign in, status, a cached token, a forced refresh, accounts, sign-out revokes")
     func oauth2RoundTrip() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice@example.org": "s3cret pw"]])
         let scenario = try await Scenario()
         var run = try await scenario.authctl(["server", "set", server.oauth2.uppercased().replacingOccurrences(of: "/OAUTH/TOKEN", with: "/oauth/token"),
@@ -100,7 +100,7 @@ struct RemoteAccountTests {
 
     @Test("json protocol: register, then log in; refresh with the refresh token as Bearer; 409 and 401")
     func jsonProtocol() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         let scenario = try await Scenario()
         var run = try await scenario.authctl("sign-in", "bob", "--server", server.json, "--protocol", "json", "--register", "--password-stdin", stdin: "pw")
         #expect(run.status == 0, "\(run)")
@@ -163,7 +163,7 @@ struct RemoteAccountTests {
 
     @Test("a slow refresh of one service does not delay a sign-in to another")
     func slowRefreshBlocksNoOneElse() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "refresh_delay": 4])
         let slow = try await Scenario()
         var other = try await Scenario(sandbox: slow.sandbox)
@@ -180,7 +180,7 @@ struct RemoteAccountTests {
     @Test("a server clock three hours ahead or behind changes nothing visible", arguments: [10_800, -10_800])
     func clockOffset(_ offset: Int) async throws {
         for (url, tokenProtocol) in [({ (s: TokenServer) in s.oauth2 }, "oauth2"), ({ (s: TokenServer) in s.json }, "json")] {
-            let server = try TokenServer()
+            let server = try await TokenServer()
             try server.configure(["accounts": ["alice": "pw"], "clock_offset": offset, "access_lifetime": 600])
             let scenario = try await Scenario()
             let before = AuthController.systemClock()
@@ -198,7 +198,7 @@ struct RemoteAccountTests {
 
     @Test("the server ends the session: token is 77 saying to sign in again; a listener sees one `expired` event")
     func sessionEnds() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
@@ -227,7 +227,7 @@ struct RemoteAccountTests {
     ])
     func hostileServer(_ answerJSON: String, _ code: Int32) async throws {
         let answer = try JSONSerialization.jsonObject(with: Data(answerJSON.utf8))
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "scripted": [answer]])
         let scenario = try await Scenario()
         let run = try await scenario.authctl(["--server-timeout", "1", "sign-in", "alice", "--server", server.oauth2, "--password-stdin"], input: Array("pw".utf8))
@@ -241,7 +241,7 @@ struct RemoteAccountTests {
 
     @Test("the server failing while the token is still valid: printed anyway, exit 0, with a warning")
     func printedAnyway() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
@@ -274,7 +274,7 @@ struct RemoteAccountTests {
                                          "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
                                          "-keyout", folder + "/key.pem", "-out", folder + "/cert.pem"], input: nil, environment: [:], timeout: 60)
         #expect(made.status == 0, "\(made)")
-        let server = try TokenServer(tls: (folder + "/cert.pem", folder + "/key.pem"))
+        let server = try await TokenServer(tls: (folder + "/cert.pem", folder + "/key.pem"))
         let scenario = try await Scenario()
         let run = try await scenario.authctl(["sign-in", "alice", "--server", "https://localhost:\(server.port)/oauth/token", "--password-stdin"],
                                              input: Array("pw".utf8))
@@ -302,7 +302,7 @@ struct RemoteAccountTests {
 
     @Test("forget revokes like sign-out; tokens never reach the settings file")
     func forgetRevokes() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()
         try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).expect(0)

@@ -20,7 +20,7 @@ struct ServeProbeTests {
 
     @Test("SIGTERM while a background refresh is under way: serve stores the rotated tokens before it exits")
     func terminatedDuringBackgroundRefresh() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
         let (sandbox, scenario, serve) = try await serving()
         defer { sandbox.stop() }
@@ -87,7 +87,7 @@ extension ServeProbeTests {
         let sandbox = try await DesktopSandbox.started(keyring: false, startupTimeout: 20)
         defer { sandbox.stop() }
         var scenario = try await Scenario(sandbox: sandbox)
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try await scenario.authctl("server", "set", server.oauth2).expect(0)
         // The settings name a user, whose item only a keyring can confirm (nobody signed in
         // needs no keyring to be shown as such).

@@ -173,7 +173,7 @@ struct ServeTests {
 
     @Test("a bound service: GetStatus has server and token expiries; GetToken gives `token`'s token and expiry, 0 when unknown; a refresh by `token` (no signal) updates AccessTokenExpiresAt")
     func boundService() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let (scenario, _) = try await SharedServe.scenario()
         let service = scenario.service
@@ -215,7 +215,7 @@ struct ServeTests {
     @Test("GetToken's errors when the refresh fails: Unavailable, Denied (the session ends, one `expired` event), Protocol, Timeout",
           arguments: ["Unavailable", "Denied", "Protocol", "Timeout"])
     func tokenErrors(_ family: String) async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
         let (scenario, fixture) = try await SharedServe.scenario()
         let service = scenario.service
@@ -332,7 +332,7 @@ struct ServeTests {
 
     @Test("background refresh at about 80% of the access token's lifetime, without any command; the property follows")
     func backgroundRefresh() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 5])
         let (scenario, _) = try await SharedServe.scenario()
         let monitor = try await BusMonitor(scenario, rules: serveRules)
@@ -368,7 +368,7 @@ struct ServeTests {
     func quietDuringSlowRefresh() async throws {
         let sandbox = try await OwnSandbox.start()
         defer { sandbox.stop() }
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 5, "refresh_delay": 3])
         let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
@@ -392,7 +392,7 @@ struct ServeTests {
 
     @Test("the `expired` event within 1 s of the refresh token's expiry, from the name's owner, with no command running")
     func expiredOnTime() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "refresh_lifetime": 5])
         let (scenario, fixture) = try await SharedServe.scenario()
         let service = scenario.service
@@ -443,7 +443,7 @@ struct ServeTests {
 
     @Test("without serve, the next `token` finds a removed token item: exit 1 saying to sign in again, one `removed` event")
     func removedWithoutServe() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
         let scenario = try await Scenario()  // the shared sandbox, where no serve runs
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
@@ -463,7 +463,7 @@ struct ServeTests {
 
     @Test("single flight: GetToken calls and `authctl token` processes on an expired token make one refresh request and get one token")
     func singleFlight() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
         let (scenario, _) = try await SharedServe.scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
