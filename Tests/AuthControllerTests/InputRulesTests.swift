@@ -2,7 +2,7 @@ import AuthController
 import Testing
 import TestSupport
 
-@Suite("Input rules (SPEC §7.3)")
+@Suite("Input rules")
 struct InputRulesTests {
     @Test("valid account ids", arguments: [
         "a", "alice@example.org", "Ünïcødé@例え.jp", "bob $(touch x) `id` 'q' \"d\"", "inner  spaces ok",
@@ -78,12 +78,15 @@ struct InputRulesTests {
         let result = bytes.value.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
         switch result {
         case .success: #expect(valid)
-        case .failure(let error): #expect(!valid && error.exitCode == 65)
+        case .failure(let error):
+            #expect(!valid)
+            #expect(error.exitCode == 65)
         }
     }
 }
 
-@Suite("Error to exit code (SPEC §6.3)")
+/// The table of exit codes in the README, "In scripts".
+@Suite("Error to exit code")
 struct ExitCodeTests {
     @Test("each family has its code", arguments: [
         (AuthError.notSignedIn("x"), Int32(1)), (.usage("x"), 64), (.invalidInput("x"), 65), (.unavailable("x"), 69),

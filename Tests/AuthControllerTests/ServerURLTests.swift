@@ -2,7 +2,7 @@ import AuthController
 import Testing
 import TestSupport
 
-@Suite("Server URLs (SPEC §10.1)")
+@Suite("Server URLs")
 struct ServerURLTests {
     @Test("normalised: scheme and host lower-cased, default port dropped, empty path made /", arguments: [
         ("https://Example.COM:443/token", "https://example.com/token"),

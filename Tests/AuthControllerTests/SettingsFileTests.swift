@@ -33,7 +33,8 @@ struct SettingsFolder: ~Copyable {
     func contents() throws -> String { try String(contentsOfFile: file, encoding: .utf8) }
 }
 
-@Suite("Settings file (SPEC §4)")
+/// The file the README's "Where data lives" describes.
+@Suite("Settings file")
 struct SettingsFileTests {
     let alice = AccountID(rawValue: "alice@example.org")!
 
@@ -142,7 +143,9 @@ struct SettingsFileTests {
         let copy = try folder.store.save(SessionRecord(sequence: 0), service: folder.service)
         #expect(copy == folder.file + ".corrupt")
         let otherRead = try folder.store.read(service: ServiceName(rawValue: "other")!)
-        #expect(otherRead.corruption == nil && otherRead.record.user?.rawValue == "bob" && otherRead.record.binding != nil)
+        #expect(otherRead.corruption == nil)
+        #expect(otherRead.record.user?.rawValue == "bob")
+        #expect(otherRead.record.binding != nil)
         #expect(try folder.store.read(service: folder.service) == SettingsRead(record: SessionRecord()))
     }
 

@@ -29,7 +29,8 @@ extension HTTPRequest {
     func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
 }
 
-@Suite("Token clients (SPEC §10.2, §10.3)")
+/// The two protocols of the README's "Remote accounts: a token server" and `authctl.server(1)`.
+@Suite("Token clients: the OAuth 2 password grant and the JSON API")
 struct TokenClientTests {
     let now: UInt64 = 1_795_000_000_000_000
     let alice = AccountID(rawValue: "alice@example.org")!
@@ -52,14 +53,18 @@ struct TokenClientTests {
         #expect(request.url == "https://auth.example.org/token")
         #expect(request.text == "grant_type=password&username=alice%40example.org&password=p%26ss%20w%C3%B6rd%3D1&client_id=cli&scope=openid%20profile")
         #expect(request.header("Content-Type") == "application/x-www-form-urlencoded")
-        #expect(request.header("Accept") == "application/json" && request.header("User-Agent")?.hasPrefix("authctl/") == true)
+        #expect(request.header("Accept") == "application/json")
+        #expect(request.header("User-Agent")?.hasPrefix("authctl/") == true)
         #expect(grant.tokens == TokenSet(accessToken: "at", refreshToken: "rt", tokenType: "Bearer"))
-        #expect(grant.accessExpiry == .after(seconds: 300) && grant.refreshExpiry == .after(seconds: 1800))
+        #expect(grant.accessExpiry == .after(seconds: 300))
+        #expect(grant.refreshExpiry == .after(seconds: 1800))
         // The server's clock is three hours ahead; relative expiries count from arrival anyway.
         let times = grant.times()
         // The Date header names a second; its middle is taken, so the offset is 3 h + 0.5 s.
         #expect(times.clockOffset == 3 * 3600 + 1)
-        #expect(times.accessExpiresAt == now + 300_000_000 && times.refreshExpiresAt == now + 1_800_000_000 && times.accessLifetime == 300)
+        #expect(times.accessExpiresAt == now + 300_000_000)
+        #expect(times.refreshExpiresAt == now + 1_800_000_000)
+        #expect(times.accessLifetime == 300)
     }
 
     @Test("oauth2 refresh: rotation replaces the refresh token; without one the old one stays")
@@ -100,8 +105,10 @@ struct TokenClientTests {
             _ = try await client(.oauth2, transport).signIn(account: alice, password: try Password("pw"), register: false)
             Issue.record("no error")
         } catch let error as AuthError {
-            #expect(error.exitCode == code && error.message.contains(text), "\(error.message)")
-            #expect(!error.message.contains("\n") && !error.message.contains("\u{1b}"))
+            #expect(error.exitCode == code, "\(error.message)")
+            #expect(error.message.contains(text), "\(error.message)")
+            #expect(!error.message.contains("\n"))
+            #expect(!error.message.contains("\u{1b}"))
         }
     }
 
@@ -111,7 +118,8 @@ struct TokenClientTests {
         do {
             _ = try await client(.oauth2, transport).signIn(account: alice, password: try Password("pw"), register: false)
         } catch let error as AuthError {
-            #expect(error.message.count < 400 && error.message.contains(String(repeating: "d", count: 200) + "…"))
+            #expect(error.message.count < 400)
+            #expect(error.message.contains(String(repeating: "d", count: 200) + "…"))
         }
     }
 
@@ -157,7 +165,8 @@ struct TokenClientTests {
         let times = grant.times()
         #expect(times.clockOffset == 3 * 3600 + 1)
         // One minute by the server's clock, less the half second the Date header cannot tell.
-        #expect(times.accessExpiresAt == now + 59_500_000 && times.accessLifetime == 59)
+        #expect(times.accessExpiresAt == now + 59_500_000)
+        #expect(times.accessLifetime == 59)
         await #expect { try await json.signIn(account: alice, password: try Password("pw"), register: true) } throws: {
             ($0 as? AuthError)?.exitCode == 65
         }
@@ -169,7 +178,8 @@ struct TokenClientTests {
         let transport = ScriptedTransport(200, #"{"accessToken":"a2"}"#)
         let grant = try await client(.json, transport).refresh(TokenSet(accessToken: "a", refreshToken: "r1"))
         #expect(transport.requests[0].url == "https://api.example.org/v1/refresh_tokens")
-        #expect(transport.requests[0].header("Authorization") == "Bearer r1" && transport.requests[0].body.isEmpty)
+        #expect(transport.requests[0].header("Authorization") == "Bearer r1")
+        #expect(transport.requests[0].body.isEmpty)
         #expect(grant.tokens.refreshToken == "r1")
     }
 
@@ -207,8 +217,10 @@ struct TokenClientTests {
         let times = grant.times()
         // Clamped to the longest span the settings keep, so the file stays readable.
         let span = TokenTimes.maximumSpan * 1_000_000
-        #expect(times.accessExpiresAt == now + span && times.refreshExpiresAt == now + span)
-        #expect(times.accessLifetime == TokenTimes.maximumSpan && times.clockOffset == 0)
+        #expect(times.accessExpiresAt == now + span)
+        #expect(times.refreshExpiresAt == now + span)
+        #expect(times.accessLifetime == TokenTimes.maximumSpan)
+        #expect(times.clockOffset == 0)
     }
 
     @Test("Date headers: IMF-fixdate only, the middle of the second")

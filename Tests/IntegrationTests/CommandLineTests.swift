@@ -12,7 +12,8 @@ struct CommandLineTests {
     func roundTrip() async throws {
         let scenario = try await Scenario()
         var run = try await scenario.authctl("status")
-        #expect(run.status == 1 && run.output == "Not signed in to \(scenario.service)")
+        #expect(run.status == 1)
+        #expect(run.output == "Not signed in to \(scenario.service)")
 
         run = try await scenario.authctl("sign-in", "alice@example.org", "--name", "Alice Example", "--password-stdin", stdin: "pw-alice\n")
         #expect(run.status == 0, "\(run)")
@@ -22,7 +23,8 @@ struct CommandLineTests {
         #expect(run.status == 0)
         #expect(run.output.hasPrefix("Signed in to \(scenario.service) as alice@example.org (Alice Example) since 20"))
         run = try await scenario.authctl("status", "--quiet")
-        #expect(run.status == 0 && run.stdout.isEmpty)
+        #expect(run.status == 0)
+        #expect(run.stdout.isEmpty)
 
         // The hash, not the password, is what the keyring holds: as secret-tool sees it.
         let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "alice@example.org")
@@ -30,16 +32,19 @@ struct CommandLineTests {
         #expect(!stored.stdout.contains("pw-alice"))
 
         run = try await scenario.authctl("sign-in", "alice@example.org", "--password-stdin", stdin: "wrong\n")
-        #expect(run.status == 77 && run.stderr == "authctl: wrong password for alice@example.org\n")
+        #expect(run.status == 77)
+        #expect(run.stderr == "authctl: wrong password for alice@example.org\n")
 
         run = try await scenario.authctl("sign-in", "bob@example.org", "--name", "Bob", "--password-stdin", stdin: "pw-bob")
         #expect(run.status == 0)
         run = try await scenario.authctl("accounts")
-        #expect(run.status == 0 && run.stdout == "  alice@example.org\n* bob@example.org\n")
+        #expect(run.status == 0)
+        #expect(run.stdout == "  alice@example.org\n* bob@example.org\n")
         run = try await scenario.authctl("accounts", "--json")
         #expect(run.output == #"[{"user":"alice@example.org","current":false},{"user":"bob@example.org","current":true}]"#)
         run = try await scenario.authctl("whoami")
-        #expect(run.status == 0 && run.stdout == "bob@example.org\n")
+        #expect(run.status == 0)
+        #expect(run.stdout == "bob@example.org\n")
         run = try await scenario.authctl("whoami", "--json")
         #expect(run.output == #"{"service":"\#(scenario.service)","user":"bob@example.org","name":"Bob"}"#)
 
@@ -49,15 +54,20 @@ struct CommandLineTests {
         #expect(run.status == 77)
 
         run = try await scenario.authctl("sign-out")
-        #expect(run.status == 0 && run.stdout == "Signed out of \(scenario.service): bob@example.org.\n")
+        #expect(run.status == 0)
+        #expect(run.stdout == "Signed out of \(scenario.service): bob@example.org.\n")
         run = try await scenario.authctl("status")
         #expect(run.status == 1)
         run = try await scenario.authctl("sign-out")
-        #expect(run.status == 0 && run.stderr == "authctl: nobody is signed in to \(scenario.service)\n")
+        #expect(run.status == 0)
+        #expect(run.stderr == "authctl: nobody is signed in to \(scenario.service)\n")
         run = try await scenario.authctl("whoami")
-        #expect(run.status == 1 && run.stdout.isEmpty && run.stderr.hasPrefix("authctl: nobody is signed in"))
+        #expect(run.status == 1)
+        #expect(run.stdout.isEmpty)
+        #expect(run.stderr.hasPrefix("authctl: nobody is signed in"))
         run = try await scenario.authctl("whoami", "--json")
-        #expect(run.status == 1 && run.output == #"{"service":"\#(scenario.service)","user":null,"name":null}"#)
+        #expect(run.status == 1)
+        #expect(run.output == #"{"service":"\#(scenario.service)","user":null,"name":null}"#)
         run = try await scenario.authctl("verify", "--password-stdin", stdin: "pw-bob")
         #expect(run.status == 1)
 
@@ -67,7 +77,8 @@ struct CommandLineTests {
         #expect(try await scenario.authctl("forget", "alice@example.org").status == 0)
         #expect(try await scenario.authctl("forget", "alice@example.org").status == 0)
         run = try await scenario.authctl("accounts")
-        #expect(run.status == 0 && run.stdout.isEmpty)
+        #expect(run.status == 0)
+        #expect(run.stdout.isEmpty)
         let gone = try await scenario.secretTool("lookup", "service", scenario.service, "account", "alice@example.org")
         #expect(gone.stdout.isEmpty)
     }
@@ -111,7 +122,8 @@ struct CommandLineTests {
         #expect(secret.stdout.hasPrefix("$argon2id$"))
         scenario.extraEnvironment["AUTHCTL_SERVICE"] = "bad service"
         let bad = try await scenario.authctl("status")
-        #expect(bad.status == 65 && bad.stderr.hasPrefix("authctl: invalid service name"))
+        #expect(bad.status == 65)
+        #expect(bad.stderr.hasPrefix("authctl: invalid service name"))
     }
 
     @Test("usage errors exit 64 with one line on stderr; help and version exit 0", arguments: [
@@ -123,22 +135,28 @@ struct CommandLineTests {
         let run = try await scenario.authctl(arguments)
         if arguments.isEmpty {
             // Like git and systemctl, no command prints the help.
-            #expect(run.status == 0 && run.stdout.contains("USAGE"))
+            #expect(run.status == 0)
+            #expect(run.stdout.contains("USAGE"))
             return
         }
         #expect(run.status == 64, "\(run)")
-        #expect(run.stderr.hasPrefix("authctl: ") && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: "), "\(run)")
+        #expect(run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
     }
 
     @Test("--help and --version")
     func helpAndVersion() async throws {
         let scenario = try await Scenario()
         let help = try await scenario.authctl("--help")
-        #expect(help.status == 0 && help.stdout.contains("sign-in") && help.stdout.contains("accounts"))
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("sign-in"))
+        #expect(help.stdout.contains("accounts"))
         let commandHelp = try await scenario.authctl("sign-in", "--help")
-        #expect(commandHelp.status == 0 && commandHelp.stdout.contains("--password-stdin"))
+        #expect(commandHelp.status == 0)
+        #expect(commandHelp.stdout.contains("--password-stdin"))
         let version = try await scenario.authctl("--version")
-        #expect(version.status == 0 && !version.stdout.isEmpty)
+        #expect(version.status == 0)
+        #expect(!version.stdout.isEmpty)
     }
 
     @Test("without a terminal or --password-stdin: 64 naming --password-stdin, before any other check")
@@ -146,7 +164,8 @@ struct CommandLineTests {
         let scenario = try await Scenario()
         for arguments in [["sign-in", "alice"], ["sign-in", " bad id"], ["verify"]] {
             let run = try await scenario.authctl(arguments)
-            #expect(run.status == 64 && run.stderr.contains("--password-stdin"), "\(run)")
+            #expect(run.status == 64, "\(run)")
+            #expect(run.stderr.contains("--password-stdin"), "\(run)")
         }
     }
 
@@ -167,7 +186,9 @@ struct CommandLineTests {
         let scenario = try await Scenario()
         let run = try await scenario.authctl(arguments.value, input: Array(input.value.utf8))
         #expect(run.status == 65, "\(run)")
-        #expect(run.stderr.hasPrefix("authctl: ") && run.stderr.contains(rule) && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: "), "\(run)")
+        #expect(run.stderr.contains(rule), "\(run)")
+        #expect(run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
         #expect(try await scenario.authctl("accounts").stdout.isEmpty)
     }
@@ -181,7 +202,8 @@ struct CommandLineTests {
         scenario.extraEnvironment["AUTHCTL"] = Scenario.binary
         let run = try await runProcess("/bin/sh", ["-c", "printf pw | \"$AUTHCTL\" \(arguments)"], input: nil,
                                  environment: scenario.environment, timeout: 30)
-        #expect(run.status == 65 && run.stderr.contains("not valid UTF-8"), "\(run)")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("not valid UTF-8"), "\(run)")
         #expect(try await scenario.authctl("accounts").stdout.isEmpty)
     }
 
@@ -189,7 +211,8 @@ struct CommandLineTests {
     func nonUTF8Password() async throws {
         let scenario = try await Scenario()
         let run = try await scenario.authctl(["sign-in", "a", "--password-stdin"], input: [0x70, 0xFF, 0x0A])
-        #expect(run.status == 65 && run.stderr.contains("UTF-8"))
+        #expect(run.status == 65)
+        #expect(run.stderr.contains("UTF-8"))
     }
 
     @Test("--password-stdin drops one trailing \\n or \\r\\n and keeps a lone \\r; 4096 bytes is fine")
@@ -234,11 +257,14 @@ struct CommandLineTests {
         try await scenario.authctl("sign-in", "alice", "--name", "Alice", "--password-stdin", stdin: "pw").expect(0)
         let text = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         #expect(text.hasPrefix("[\(scenario.service)]\n"))
-        #expect(text.contains("\nuser=alice\n") && text.contains("\nname=Alice\n") && text.contains("\nsequence=1\n"))
+        #expect(text.contains("\nuser=alice\n"))
+        #expect(text.contains("\nname=Alice\n"))
+        #expect(text.contains("\nsequence=1\n"))
         #expect(text.contains("\nsigned-in-at=20"))
         let fileMode = try FileManager.default.attributesOfItem(atPath: scenario.settingsFile)[.posixPermissions] as? NSNumber
         let folderMode = try FileManager.default.attributesOfItem(atPath: scenario.settingsDirectory)[.posixPermissions] as? NSNumber
-        #expect(fileMode?.intValue == 0o600 && folderMode?.intValue == 0o700)
+        #expect(fileMode?.intValue == 0o600)
+        #expect(folderMode?.intValue == 0o700)
     }
 
     @Test("the default display name is the passwd real name, else the login name")
@@ -258,7 +284,9 @@ struct CommandLineTests {
         let stored = try await scenario.secretTool("store", "--label=foreign", "service", scenario.service, "account", "mallory", stdin: "plaintext")
         #expect(stored.status == 0)
         let run = try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext")
-        #expect(run.status == 65 && run.stderr.contains("mallory") && run.stderr.contains("authctl forget mallory"), "\(run)")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("mallory"), "\(run)")
+        #expect(run.stderr.contains("authctl forget mallory"), "\(run)")
         try await scenario.authctl("status").expect(1)
         try await scenario.authctl("forget", "mallory").expect(0)
         try await scenario.authctl("sign-in", "mallory", "--password-stdin", stdin: "plaintext").expect(0)
@@ -295,7 +323,7 @@ extension Run {
     }
 }
 
-/// SPEC §7.10: output that cannot be written is exit 74 with a message, never a silent 0.
+/// Output that cannot be written is exit 74 with a message, never a silent 0.
 @Suite("authctl with an unwritable stdout")
 struct UnwritableOutputTests {
     @Test("a command whose stdout is /dev/full: 74 and one line on stderr",

@@ -29,35 +29,24 @@ struct EventTests {
             "signed-in carol sign-in  #5 ",
             "signed-out carol forget  #6 ",
         ])
-        #expect(events.allSatisfy { $0.service == scenario.serviceName && (before...after).contains($0.timestamp) })
+        #expect(events.allSatisfy { $0.service == scenario.serviceName })
+        #expect(events.allSatisfy { (before...after).contains($0.timestamp) })
     }
 
     @Test("the signal is a broadcast (sssa{sv}) with typed details, as dbus-monitor decodes it")
     func signalAsMonitorSeesIt() async throws {
         let scenario = try await Scenario()
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: try which("dbus-monitor", package: "dbus-bin"))
-        monitor.arguments = ["--address", scenario.sandbox.busAddress,
-                             "type='signal',interface='io.github.authctl.AuthController1',arg0='\(scenario.service)'"]
-        let output = Pipe()
-        monitor.standardOutput = output
-        try monitor.run()
-        let stopper = DispatchWorkItem { monitor.terminate() }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: stopper)
-        defer { stopper.cancel(); monitor.terminate() }
-        let reader = output.fileHandleForReading
-        var seen = ""
-        func read(until marker: String) {
-            while !seen.contains(marker) {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                seen += String(decoding: chunk, as: UTF8.self)
-            }
-        }
+        let monitor = try await Spawned(try which("dbus-monitor", package: "dbus-bin"),
+                                        ["--address", scenario.sandbox.busAddress,
+                                         "type='signal',interface='io.github.authctl.AuthController1',arg0='\(scenario.service)'"],
+                                        input: nil, environment: scenario.environment)
+        defer { monitor.signal(SIGTERM) }
         // dbus-monitor reports losing its own name once it has become a monitor.
-        read(until: "member=NameLost")
+        let monitoring = await eventually(within: .seconds(30)) { monitor.stdout.contains("member=NameLost") }
+        try #require(monitoring, "dbus-monitor did not start: \(monitor.stderr)")
         try await scenario.authctl("sign-in", "sig@example.org", "--name", "Sig", "--password-stdin", stdin: "pw").expect(0)
-        read(until: "uint64 1\n")
+        _ = await eventually(within: .seconds(30)) { monitor.stdout.contains("uint64 1\n") }
+        let seen = monitor.stdout
         let expected = """
                string "\(scenario.service)"
                string "signed-in"
@@ -109,14 +98,18 @@ struct EventTests {
         // Each switch signs out exactly the account the previous event signed in.
         var current: AccountID?
         for event in events {
-            if event.status == .signedOut { #expect(event.user == current && event.reason == .switch) }
+            if event.status == .signedOut {
+                #expect(event.user == current)
+                #expect(event.reason == .switch)
+            }
             else {
                 #expect(event.previousUser == current)
                 current = event.user
             }
         }
         let json = try await scenario.authctl("status", "--json").stdout
-        #expect(json.contains(#""sequence":23"#) && json.contains(#""user":"\#(current?.rawValue ?? "")""#))
+        #expect(json.contains(#""sequence":23"#))
+        #expect(json.contains(#""user":"\#(current?.rawValue ?? "")""#))
         #expect(try await scenario.authctl("accounts").stdout.split(separator: "\n").count == 12)
     }
 

@@ -19,24 +19,31 @@ struct FaultTests {
         try await scenario.lockKeyring()
 
         var run = try await scenario.authctl("status", "--json")
-        #expect(run.status == 0 && run.stdout.contains(#""signedIn":true"#) && run.stdout.contains(#""keyringLocked":true"#), "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.contains(#""signedIn":true"#), "\(run)")
+        #expect(run.stdout.contains(#""keyringLocked":true"#), "\(run)")
         run = try await scenario.authctl("status")
         #expect(run.output.hasSuffix("(keyring locked)"))
         try await scenario.authctl("whoami").expect(0)
         run = try await scenario.authctl("accounts")
-        #expect(run.status == 69 && run.stderr.contains("locked"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("locked"), "\(run)")
 
         for arguments in [["sign-in", "bob", "--password-stdin"], ["verify", "--password-stdin"], ["sign-out"], ["forget", "alice"]] {
             run = try await scenario.authctl(arguments, input: Array("pw".utf8))
-            #expect(run.status == 69 && run.stderr.contains("locked") && run.seconds < 5, "\(arguments): \(run)")
+            #expect(run.status == 69, "\(arguments): \(run)")
+            #expect(run.stderr.contains("locked"), "\(arguments): \(run)")
+            #expect(run.seconds < 5, "\(arguments): \(run)")
         }
         scenario.extraEnvironment["DISPLAY"] = ":99"
         run = try await scenario.authctl(["--no-prompt", "sign-in", "bob", "--password-stdin"], input: Array("pw".utf8))
-        #expect(run.status == 69 && run.stderr.contains("locked"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("locked"), "\(run)")
         // With a display the prompt is shown; gnome-keyring cannot reach a prompter here, which
         // is what a user who dismisses it looks like.
         run = try await scenario.authctl(["sign-in", "bob", "--password-stdin"], input: Array("pw".utf8))
-        #expect(run.status == 77 && run.stderr.contains("dismissed"), "\(run)")
+        #expect(run.status == 77, "\(run)")
+        #expect(run.stderr.contains("dismissed"), "\(run)")
 
         #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == before)
         scenario.extraEnvironment.removeValue(forKey: "DISPLAY")
@@ -50,8 +57,10 @@ struct FaultTests {
         let scenario = try await Scenario(sandbox: sandbox)
         for arguments in [["status"], ["whoami"], ["accounts"], ["sign-in", "a", "--password-stdin"], ["forget", "a"]] {
             let run = try await scenario.authctl(arguments, input: Array("pw".utf8))
-            #expect(run.status == 69 && run.seconds < 5, "\(arguments): \(run)")
-            #expect(run.stderr.contains("no Secret Service") && run.stderr.contains("gnome-keyring"), "\(run)")
+            #expect(run.status == 69, "\(arguments): \(run)")
+            #expect(run.seconds < 5, "\(arguments): \(run)")
+            #expect(run.stderr.contains("no Secret Service"), "\(run)")
+            #expect(run.stderr.contains("gnome-keyring"), "\(run)")
         }
         #expect(!FileManager.default.fileExists(atPath: scenario.settingsFile))
     }
@@ -66,7 +75,9 @@ struct FaultTests {
         #expect(deleted.status == 0, "\(deleted)")
         for arguments in [["status"], ["accounts"], ["sign-in", "a", "--password-stdin"], ["forget", "a"]] {
             let run = try await scenario.authctl(arguments, input: Array("pw".utf8))
-            #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no default collection"), "\(arguments): \(run)")
+            #expect(run.status == 69, "\(arguments): \(run)")
+            #expect(run.seconds < 5, "\(arguments): \(run)")
+            #expect(run.stderr.contains("no default collection"), "\(arguments): \(run)")
         }
     }
 
@@ -76,7 +87,9 @@ struct FaultTests {
         scenario.cutOffFromTheBus()
         for arguments in [["status"], ["sign-in", "a", "--password-stdin"]] {
             let run = try await scenario.authctl(arguments, input: Array("pw".utf8))
-            #expect(run.status == 69 && run.seconds < 5 && run.stderr.contains("no session bus"), "\(run)")
+            #expect(run.status == 69, "\(run)")
+            #expect(run.seconds < 5, "\(run)")
+            #expect(run.stderr.contains("no session bus"), "\(run)")
         }
     }
 
@@ -91,9 +104,12 @@ struct FaultTests {
         kill(daemon, SIGSTOP)
         defer { kill(daemon, SIGCONT) }
         var run = try await scenario.authctl("--keyring-timeout", "1", "status")
-        #expect(run.status == 75 && run.seconds < 4 && run.stderr.contains("did not answer within 1 s"), "\(run)")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.seconds < 4, "\(run)")
+        #expect(run.stderr.contains("did not answer within 1 s"), "\(run)")
         run = try await scenario.authctl(["sign-out", "--keyring-timeout", "0.5"])
-        #expect(run.status == 75 && run.seconds < 4, "\(run)")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.seconds < 4, "\(run)")
         kill(daemon, SIGCONT)
         #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == before)
         try await scenario.authctl("status").expect(0)
@@ -108,14 +124,18 @@ struct FaultTests {
         chmod(scenario.settingsFile, 0o600)
         for arguments in [["status"], ["whoami"], ["accounts"], ["forget", "alice"], ["verify", "--password-stdin"]] {
             let run = try await scenario.authctl(arguments, input: Array("pw".utf8))
-            #expect(run.status == 78 && run.stderr.contains(scenario.settingsFile) && run.stderr.contains("corrupt"), "\(arguments): \(run)")
+            #expect(run.status == 78, "\(arguments): \(run)")
+            #expect(run.stderr.contains(scenario.settingsFile), "\(arguments): \(run)")
+            #expect(run.stderr.contains("corrupt"), "\(arguments): \(run)")
         }
         #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == garbage)
         let run = try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw")
-        #expect(run.status == 0 && run.stderr.contains("settings.ini.corrupt"), "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.contains("settings.ini.corrupt"), "\(run)")
         #expect(try String(contentsOfFile: scenario.settingsFile + ".corrupt", encoding: .utf8) == garbage)
         let json = try await scenario.authctl("status", "--json")
-        #expect(json.status == 0 && json.stdout.contains(#""sequence":1"#))
+        #expect(json.status == 0)
+        #expect(json.stdout.contains(#""sequence":1"#))
     }
 
     @Test("sign-out over a corrupt file replaces it without deleting a hash or sending an event")
@@ -126,12 +146,14 @@ struct FaultTests {
         chmod(scenario.settingsFile, 0o600)
         let listener = try scenario.listener()
         let run = try await scenario.authctl("sign-out")
-        #expect(run.status == 0 && run.stderr.contains("corrupt"), "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.contains("corrupt"), "\(run)")
         #expect(try await scenario.authctl("accounts").stdout == "  alice\n")
         // A later change's event is the first the listener sees: sign-out sent none.
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let events = try await collect(1, from: listener)
-        #expect(events.map(\.reason) == [.signIn] && events.first?.sequence == 1)
+        #expect(events.map(\.reason) == [.signIn])
+        #expect(events.first?.sequence == 1)
     }
 
     @Test("unsafe settings paths: 78 with the fix, before any keyring problem", arguments: ["symlink", "group-writable", "world-writable"])
@@ -155,7 +177,8 @@ struct FaultTests {
         }
         for arguments in [["status"], ["sign-in", "a", "--password-stdin"], ["sign-out"], ["forget", "a"]] {
             let run = try await scenario.authctl(arguments, input: Array("pw".utf8))
-            #expect(run.status == 78 && run.stderr.contains(fix), "\(arguments): \(run)")
+            #expect(run.status == 78, "\(arguments): \(run)")
+            #expect(run.stderr.contains(fix), "\(arguments): \(run)")
         }
     }
 
@@ -166,7 +189,8 @@ struct FaultTests {
         // A file where the settings folder must be: an I/O error even for root.
         try "in the way".write(toFile: scenario.settingsDirectory, atomically: true, encoding: .utf8)
         let run = try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw")
-        #expect(run.status == 74 && run.stderr.contains(scenario.settingsDirectory), "\(run)")
+        #expect(run.status == 74, "\(run)")
+        #expect(run.stderr.contains(scenario.settingsDirectory), "\(run)")
         let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "alice")
         #expect(stored.stdout.isEmpty)
         try await scenario.authctl("status").expect(74)
@@ -177,10 +201,14 @@ struct FaultTests {
         let scenario = try await Scenario()
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let descriptor = open(scenario.settingsDirectory + "/settings.lock", O_RDWR)
-        #expect(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+        #expect(descriptor >= 0)
+        #expect(flock(descriptor, LOCK_EX) == 0)
         let run = try await scenario.authctl("sign-out")
         close(descriptor)
-        #expect(run.status == 75 && run.stderr.contains("settings lock") && run.seconds >= 5 && run.seconds < 10, "\(run)")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.stderr.contains("settings lock"), "\(run)")
+        #expect(run.seconds >= 5, "\(run)")
+        #expect(run.seconds < 10, "\(run)")
         try await scenario.authctl("status").expect(0)
     }
 
@@ -194,7 +222,8 @@ struct FaultTests {
             try controller.signIn(account: AccountID(rawValue: "rolled-back")!, name: "", password: password("pw"))
         }
         let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "rolled-back")
-        #expect(stored.status != 0 && stored.stdout.isEmpty)
+        #expect(stored.status != 0)
+        #expect(stored.stdout.isEmpty)
         settings.failSaves(with: nil)
         try await controller.signIn(account: AccountID(rawValue: "rolled-back")!, name: "", password: password("pw"))
         #expect(try await scenario.secretTool("lookup", "service", scenario.service, "account", "rolled-back").stdout.hasPrefix("$argon2id$"))

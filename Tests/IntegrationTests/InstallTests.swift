@@ -2,19 +2,21 @@ import DesktopSandbox
 import Foundation
 import Testing
 
-/// `make install` and `make uninstall` (SPEC §12), each test into a temporary `DESTDIR` of its own.
+/// `make install` and `make uninstall` (the README, "Install"), each test into a temporary `DESTDIR`
+/// of its own.
 ///
 /// `swift test` holds the lock on `.build/` for its whole run, so these tests never build: `make test`
 /// builds the release binary and the manual generator first, and the tests run the recipes with the two
 /// targets that run `swift build` taken as done (`-o build -o manual-tool`).
 @Suite("make install and make uninstall")
 struct InstallTests {
-    @Test("installs exactly SPEC §12's files, one man page per command, with their modes")
+    @Test("installs exactly the files the README lists under Install, one man page per command, with their modes")
     func fileList() async throws {
         let installation = try await Installation.installed()
         defer { installation.remove() }
         let pages = try await CommandTree.load(from: installation.root + "/bin/authctl").all.map { "share/man/man1/\($0.pageName).1" }
-        #expect(pages.contains("share/man/man1/authctl.1") && pages.contains("share/man/man1/authctl.sign-in.1"), "\(pages)")
+        #expect(pages.contains("share/man/man1/authctl.1"), "\(pages)")
+        #expect(pages.contains("share/man/man1/authctl.sign-in.1"), "\(pages)")
         let interfaces = try FileManager.default.contentsOfDirectory(atPath: Installation.packageDirectory + "/data")
             .filter { $0.hasPrefix("io.github.authctl.") && $0.hasSuffix(".xml") }
             .map { "share/dbus-1/interfaces/" + $0 }
@@ -40,7 +42,8 @@ struct InstallTests {
         let unit = try String(contentsOfFile: installation.root + "/lib/systemd/user/authctl.service", encoding: .utf8)
         let settings = unit.split(separator: "\n").filter { !$0.hasPrefix("#") }
         #expect(settings.contains("ExecStart=\(installation.prefix)/bin/authctl serve"))
-        #expect(settings.contains("Type=dbus") && settings.contains("BusName=io.github.authctl"), "\(unit)")
+        #expect(settings.contains("Type=dbus"), "\(unit)")
+        #expect(settings.contains("BusName=io.github.authctl"), "\(unit)")
         for file in try installation.files() where file != "bin/authctl" {
             let text = try String(contentsOfFile: installation.root + "/" + file, encoding: .utf8)
             if !installation.destdir.isEmpty { #expect(!text.contains(installation.destdir), "\(file) names the staging directory") }
@@ -55,11 +58,14 @@ struct InstallTests {
         let binary = installation.root + "/bin/authctl"
         let version = try await runProcess(binary, ["--version"], input: nil, environment: Installation.environment(), timeout: 30)
         let built = try await runProcess(Scenario.binary, ["--version"], input: nil, environment: Installation.environment(), timeout: 30)
-        #expect(version.status == 0 && !version.output.isEmpty && version.stdout == built.stdout, "\(version)")
+        #expect(version.status == 0, "\(version)")
+        #expect(!version.output.isEmpty, "\(version)")
+        #expect(version.stdout == built.stdout, "\(version)")
         for (shell, file) in [("zsh", "share/zsh/site-functions/_authctl"), ("fish", "share/fish/vendor_completions.d/authctl.fish")] {
             let script = try await runProcess(binary, ["--generate-completion-script", shell], input: nil,
                                               environment: Installation.environment(), timeout: 30)
-            #expect(script.status == 0 && script.stdout.contains("sign-in"), "\(script)")
+            #expect(script.status == 0, "\(script)")
+            #expect(script.stdout.contains("sign-in"), "\(script)")
             #expect(try String(contentsOfFile: installation.root + "/" + file, encoding: .utf8) == script.stdout, "\(file)")
         }
     }
@@ -76,13 +82,15 @@ struct InstallTests {
             #expect(abstract.count > 10)
             let rendered = try await runProcess(man, ["-l", installation.root + "/share/man/man1/\(page).1"], input: nil,
                                                 environment: environment, timeout: 30)
-            #expect(rendered.status == 0 && rendered.stderr.isEmpty, "\(rendered)")
+            #expect(rendered.status == 0, "\(rendered)")
+            #expect(rendered.stderr.isEmpty, "\(rendered)")
             #expect(rendered.stdout.collapsingWhitespace.contains(abstract.collapsingWhitespace), "\(rendered)")
         }
         // The same page through the manual path, as `man authctl.sign-in` finds it once the prefix is on it.
         let found = try await runProcess(man, ["-M", installation.root + "/share/man", "authctl.sign-in"], input: nil,
                                          environment: environment, timeout: 30)
-        #expect(found.status == 0 && found.stdout.collapsingWhitespace.contains((signIn.abstract ?? "-").collapsingWhitespace), "\(found)")
+        #expect(found.status == 0, "\(found)")
+        #expect(found.stdout.collapsingWhitespace.contains((signIn.abstract ?? "-").collapsingWhitespace), "\(found)")
     }
 
     /// bash-completion loads `authctl`'s completion from `$XDG_DATA_DIRS/bash-completion/completions` on
@@ -110,7 +118,8 @@ struct InstallTests {
                                        environment: Installation.environment(["XDG_DATA_DIRS": installation.root + "/share",
                                                                               "HOME": installation.directory]),
                                        timeout: 30)
-        #expect(run.status == 0 && run.stderr.isEmpty, "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run)")
         #expect(run.stdout.split(separator: "\n").map(String.init).sorted() == replies, "\(run)")
     }
 
@@ -124,11 +133,13 @@ struct InstallTests {
                     "--method", "org.freedesktop.DBus.ListActivatableNames"]
         let installed = try await runProcess(list[0], Array(list.dropFirst()), input: nil,
                                              environment: Installation.environment(["XDG_DATA_DIRS": installation.root + "/share"]), timeout: 30)
-        #expect(installed.status == 0 && installed.stdout.contains("'io.github.authctl'"), "\(installed)")
+        #expect(installed.status == 0, "\(installed)")
+        #expect(installed.stdout.contains("'io.github.authctl'"), "\(installed)")
         // The same bus without the prefix does not know the name: it came from the installed file.
         let elsewhere = try await runProcess(list[0], Array(list.dropFirst()), input: nil,
                                              environment: Installation.environment(["XDG_DATA_DIRS": installation.directory]), timeout: 30)
-        #expect(elsewhere.status == 0 && !elsewhere.stdout.contains("'io.github.authctl'"), "\(elsewhere)")
+        #expect(elsewhere.status == 0, "\(elsewhere)")
+        #expect(!elsewhere.stdout.contains("'io.github.authctl'"), "\(elsewhere)")
     }
 
     /// Installed without DESTDIR, so the activation file names a binary that exists.
@@ -144,7 +155,8 @@ struct InstallTests {
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let status = try await scenario.gdbus("call", "--session", "--dest", "io.github.authctl", "--object-path", "/io/github/authctl/AuthController1",
                                               "--method", "io.github.authctl.AuthController1.GetStatus", scenario.service)
-        #expect(status.status == 0 && status.stdout.contains("'user': <'alice'>"), "\(status)")
+        #expect(status.status == 0, "\(status)")
+        #expect(status.stdout.contains("'user': <'alice'>"), "\(status)")
         // The name's owner runs the installed binary.
         let pid = try await scenario.gdbus("call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                                            "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.authctl")
@@ -165,7 +177,8 @@ struct InstallTests {
                                        environment: Installation.environment(["XDG_RUNTIME_DIR": runtime, "HOME": installation.directory,
                                                                               "MANPATH": installation.root + "/share/man"]),
                                        timeout: 60)
-        #expect(run.status == 0 && run.stderr.isEmpty, "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run)")
     }
 
     @Test("make uninstall removes every installed file and nothing else",

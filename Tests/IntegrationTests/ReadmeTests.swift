@@ -149,14 +149,15 @@ struct ReadmeTests {
             #expect(Self.kinds.contains(block.kind),
                     "README.md line \(block.line): a block without a verdict: put `<!-- readme-test: shell NAME -->` (or python, listeners, layout, `not run: WHY`) on the line before it")
             if block.kind == "not" {
-                #expect(block.verdict.hasPrefix("not run: ") && block.verdict.count > "not run: ".count + 10,
-                        "README.md line \(block.line): `not run:` must say how the block is exercised instead")
+                #expect(block.verdict.hasPrefix("not run: "), "README.md line \(block.line): `not run:` must say how the block is exercised instead")
+                #expect(block.verdict.count > "not run: ".count + 10, "README.md line \(block.line): `not run:` must say how the block is exercised instead")
             } else if block.kind != "layout" {
                 #expect(Self.handled.contains(block.name), "README.md line \(block.line): no test in ReadmeTests runs the block named '\(block.name)'")
                 names.append(block.name)
             }
         }
-        #expect(Set(names) == Self.handled && names.count == Set(names).count, "README.md names \(names.sorted()), ReadmeTests runs \(Self.handled.sorted())")
+        #expect(Set(names) == Self.handled, "README.md names \(names.sorted()), ReadmeTests runs \(Self.handled.sorted())")
+        #expect(names.count == Set(names).count, "README.md names \(names.sorted()), ReadmeTests runs \(Self.handled.sorted())")
     }
 
     @Test("Use: sign-in, status, whoami, verify, accounts, sign-out, forget")
@@ -175,7 +176,8 @@ struct ReadmeTests {
         #expect(lines.contains("* alice@example.org"), "\(run)")
         let json = try #require(lines.first { $0.hasPrefix("{") })
         let status = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        #expect(status?["user"] as? String == "alice@example.org" && status?["signedIn"] as? Bool == true, "\(json)")
+        #expect(status?["user"] as? String == "alice@example.org", "\(json)")
+        #expect(status?["signedIn"] as? Bool == true, "\(json)")
         // sign-out deleted the hash: nobody is signed in and no account is left.
         #expect(try await session.scenario.authctl("status").status == 1)
         #expect(try await session.scenario.authctl("accounts").stdout == "")
@@ -187,7 +189,8 @@ struct ReadmeTests {
         defer { session.stop() }
         try await session.signIn("alice@example.org")
         let run = try await session.shell(try ReadmeBlock.named("scripts").text)
-        #expect(run.status == 0 && run.stdout == "signed in as alice@example.org\nalice@example.org\n", "\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout == "signed in as alice@example.org\nalice@example.org\n", "\(run)")
     }
 
     @Test("Reacting to logins: each listener hears a sign-in")
@@ -211,17 +214,21 @@ struct ReadmeTests {
         let monitorHeard = { listeners[3].stdout.contains(#"string "signed-in""#) }
         // Each listener prints or runs nothing until it is subscribed, so alice signs in and out
         // until all four heard a sign-in (one that missed the first hears a later one).
-        let giveUp = Date().addingTimeInterval(30)
-        while Date() < giveUp, !(execHeard() && jsonHeard() && countHeard() && monitorHeard()) {
+        _ = try await eventually(within: .seconds(30), pollingEvery: .zero) {
+            if execHeard() && jsonHeard() && countHeard() && monitorHeard() { return true }
             try await session.signIn("alice@example.org")
             _ = try await session.scenario.authctl("sign-out", "--keep-credentials")
+            return false
         }
         #expect(execHeard(), "notify-send got: \(notified())")
         let json = listeners[1].stdout.split(separator: "\n").map(String.init)
-        #expect(json.first?.contains(#""reason":"initial""#) == true && jsonHeard(), "\(json)")
-        #expect(monitorHeard() && listeners[3].stdout.contains(#"string "io.github.authctl""#), "dbus-monitor: \(listeners[3].stdout)")
+        #expect(json.first?.contains(#""reason":"initial""#) == true, "\(json)")
+        #expect(jsonHeard(), "\(json)")
+        #expect(monitorHeard(), "dbus-monitor: \(listeners[3].stdout)")
+        #expect(listeners[3].stdout.contains(#"string "io.github.authctl""#), "dbus-monitor: \(listeners[3].stdout)")
         let once = await listeners[2].wait(timeout: 10)
-        #expect(once.status == 0 && once.stdout.split(separator: "\n").count == 1, "watch --count 1: \(once)")
+        #expect(once.status == 0, "watch --count 1: \(once)")
+        #expect(once.stdout.split(separator: "\n").count == 1, "watch --count 1: \(once)")
         for listener in [listeners[0], listeners[1], listeners[3]] { listener.signal(SIGTERM) }
         for (index, listener) in [listeners[0], listeners[1]].enumerated() {
             let run = await listener.wait(timeout: 10)
@@ -244,21 +251,22 @@ struct ReadmeTests {
 
         // A forged signal, as any peer may send: no reason, no sequence. Sent until the listener,
         // once subscribed, prints its line.
-        let giveUp = Date().addingTimeInterval(30)
-        while Date() < giveUp, !python.stdout.contains("mallory"), python.isRunning {
+        _ = try await eventually(within: .seconds(30), pollingEvery: .zero) {
+            if python.stdout.contains("mallory") || !python.isRunning { return true }
             let forged = try await session.scenario.gdbus(
                 "emit", "--session", "--object-path", "/io/github/authctl/AuthController1",
                 "--signal", "io.github.authctl.AuthController1.LoginStatusChanged",
                 "'io.github.authctl'", "'signed-in'", "'mallory'", "{'name': <'Mallory'>}")
             try #require(forged.status == 0, "\(forged)")
-            _ = await python.waitForOutput(timeout: 0.5) { $0.contains("mallory") }
+            return await python.waitForOutput(timeout: 0.5) { $0.contains("mallory") }
         }
         #expect(python.stdout.split(separator: "\n").contains("signed-in mallory None None"), "stdout: \(python.stdout)\nstderr: \(python.stderr)")
         // A real event from `authctl sign-in`.
         try await session.signIn("alice@example.org")
         let arrived = await python.waitForOutput(timeout: 30) { $0.contains("signed-in alice@example.org sign-in 1\n") }
         #expect(arrived, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
-        #expect(python.isRunning && python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.isRunning, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
     }
 
     @Test("The serve listener starts `authctl serve` by activation, prints the state, and follows each change at once to a pipe")
@@ -280,7 +288,8 @@ struct ReadmeTests {
         #expect(await python.waitForOutput(timeout: 30) { $0.hasSuffix("signed out\n") }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
         try await session.signIn("bob@example.org")
         #expect(await python.waitForOutput(timeout: 30) { $0.hasSuffix("signed in as bob@example.org\n") }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
-        #expect(python.isRunning && python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.isRunning, "the listener stopped or complained: \(python.stderr)")
+        #expect(python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
     }
 
     @Test("Remote accounts: both protocols and curl, against the local token server")
@@ -290,10 +299,10 @@ struct ReadmeTests {
         // sso.example.org is played by one local token server (which also serves /me, as a
         // resource server that trusts its tokens), api.example.org/v1 by another: one knows
         // alice, at the other she registers.
-        let sso = try TokenServer()
+        let sso = try await TokenServer()
         defer { sso.stop() }
         try sso.configure(["accounts": ["alice": "correct horse battery staple"]])
-        let api = try TokenServer()
+        let api = try await TokenServer()
         defer { api.stop() }
         let script = try ReadmeBlock.named("remote").substituting([
             ("https://sso.example.org/realms/corp/protocol/openid-connect/token", sso.oauth2),
@@ -311,7 +320,8 @@ struct ReadmeTests {
         #expect(requests == ["login", "refresh", "revoke"] || requests == ["login", "refresh"], "\(requests)")
         #expect(try api.count("register") == 1)
         let corp = try await session.scenario.authctl(["--service", "corp", "status", "--json"])
-        #expect(corp.status == 0 && corp.stdout.contains(#""user":"alice""#), "\(corp)")
+        #expect(corp.status == 0, "\(corp)")
+        #expect(corp.stdout.contains(#""user":"alice""#), "\(corp)")
     }
 
     @Test("Headless: authctl sandbox runs a test suite, and --keep keeps the folder")
@@ -330,12 +340,14 @@ struct ReadmeTests {
         #expect(run.status == 0, "\(run)")
         let recorded = try String(contentsOfFile: result, encoding: .utf8)
         // Signed out in an empty keyring, on a bus of its own.
-        #expect(recorded.hasPrefix("1 unix:") && !recorded.contains(session.sandbox.busAddress), "\(recorded)")
+        #expect(recorded.hasPrefix("1 unix:"), "\(recorded)")
+        #expect(!recorded.contains(session.sandbox.busAddress), "\(recorded)")
         let kept = try #require(run.stderr.split(separator: "\n").compactMap { line in
             line.split(separator: " ").last.map(String.init).flatMap { $0.hasPrefix("/") ? $0 : nil }
         }.last, "\(run)")
         var folder: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: kept, isDirectory: &folder) && folder.boolValue, "\(run)")
+        #expect(FileManager.default.fileExists(atPath: kept, isDirectory: &folder), "\(run)")
+        #expect(folder.boolValue, "\(run)")
         try? FileManager.default.removeItem(atPath: kept)
     }
 
@@ -421,12 +433,6 @@ final class PipedProcess: @unchecked Sendable {
 
     /// Waits until stdout satisfies `condition`, at most `timeout` seconds; returns whether it did.
     func waitForOutput(timeout: Double, _ condition: (String) -> Bool) async -> Bool {
-        let giveUp = Date().addingTimeInterval(timeout)
-        while Date() < giveUp {
-            if condition(stdout) { return true }
-            // polling the collected output for a condition, with a deadline
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition(stdout)
+        await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) { condition(stdout) }
     }
 }

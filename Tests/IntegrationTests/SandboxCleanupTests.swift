@@ -13,16 +13,6 @@ func processExists(_ pid: pid_t) -> Bool {
     return state != "Z"
 }
 
-/// Waits until `condition` holds, at most `seconds`; returns whether it did.
-func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
-    let giveUp = Date().addingTimeInterval(seconds)
-    while Date() < giveUp {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// A fresh, empty directory for a test's own `TMPDIR` or fake `PATH` entries.
 func freshDirectory(_ name: String) throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-" + UUID().uuidString.prefix(8)).path
@@ -56,12 +46,13 @@ struct SandboxCleanupTests {
         }
         let bus = try await owner("org.freedesktop.DBus")
         let keyring = try await owner("org.freedesktop.secrets")
-        #expect(processExists(bus) && processExists(keyring))
+        #expect(processExists(bus))
+        #expect(processExists(keyring))
 
         let killedAt = Date()
         sandbox.signal(SIGKILL)
         #expect(await sandbox.wait(timeout: 10).status == 128 + SIGKILL)
-        let clean = await eventually(within: 2 - Date().timeIntervalSince(killedAt)) {
+        let clean = await eventually(within: .seconds(2 - Date().timeIntervalSince(killedAt))) {
             // The content, not the file's existence: the shell creates the file before it writes.
             !processExists(bus) && !processExists(keyring) && (try? String(contentsOfFile: mark, encoding: .utf8)) == "got-term\n"
                 && !FileManager.default.fileExists(atPath: folder)
@@ -80,7 +71,7 @@ struct SandboxCleanupTests {
         let bus = try #require(pid_t(found.output), "\(found)")
         sandbox.signal(SIGKILL)
         _ = await sandbox.wait(timeout: 10)
-        #expect(await eventually(within: 2) { !processExists(bus) })
+        #expect(await eventually(within: .seconds(2)) { !processExists(bus) })
         #expect(FileManager.default.fileExists(atPath: folder + "/config"))
         try? FileManager.default.removeItem(atPath: folder)
     }
@@ -89,10 +80,12 @@ struct SandboxCleanupTests {
     func commandFaults() async throws {
         let scenario = try await Scenario()
         let missing = try await scenario.authctl("sandbox", "--", "/nonexistent/cmd")
-        #expect(missing.status == 127 && missing.stderr == "authctl: /nonexistent/cmd: command not found\n", "\(missing)")
+        #expect(missing.status == 127, "\(missing)")
+        #expect(missing.stderr == "authctl: /nonexistent/cmd: command not found\n", "\(missing)")
         let data = try await scenario.authctl("sandbox", "--", "/etc/passwd")
-        #expect(data.status == 126 && data.stderr.hasPrefix("authctl: /etc/passwd: cannot be executed")
-                && data.stderr.filter { $0 == "\n" }.count == 1, "\(data)")
+        #expect(data.status == 126, "\(data)")
+        #expect(data.stderr.hasPrefix("authctl: /etc/passwd: cannot be executed"), "\(data)")
+        #expect(data.stderr.filter { $0 == "\n" }.count == 1, "\(data)")
         let folder = try await scenario.authctl("sandbox", "--", "/")
         #expect(folder.status == 126, "\(folder)")
     }
@@ -108,7 +101,8 @@ struct SandboxCleanupTests {
         scenario.extraEnvironment["TMPDIR"] = temporary
         scenario.extraEnvironment["PATH"] = fakes + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69 && run.stderr.contains("dbus-daemon exited at start-up"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("dbus-daemon exited at start-up"), "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
     }
 
@@ -127,7 +121,9 @@ struct SandboxCleanupTests {
         #expect(filler.status == 0)
         scenario.extraEnvironment["TMPDIR"] = temporary
         let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69 && run.stderr.hasPrefix("authctl: ") && run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: "), "\(run)")
+        #expect(run.stderr.filter { $0 == "\n" }.count == 1, "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary) == ["filler"])
     }
 
@@ -140,7 +136,9 @@ struct SandboxCleanupTests {
         try FileManager.default.createDirectory(atPath: long, withIntermediateDirectories: true)
         scenario.extraEnvironment["TMPDIR"] = long
         let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69 && run.stderr.contains("bus socket path") && run.stderr.contains("TMPDIR"), "\(run)")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.contains("bus socket path"), "\(run)")
+        #expect(run.stderr.contains("TMPDIR"), "\(run)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: long).isEmpty)
     }
 }
@@ -155,15 +153,16 @@ struct HookCleanupTests {
         var arguments = ["watch", "--initial", "--exec", #"sleep 30 & echo "$$ $!" > "$PIDS"; wait"#]
         if how == "timeout" { arguments += ["--timeout", "1"] }
         let watch = try await scenario.start(arguments)
-        let recorded = await eventually(within: 10) {
+        let recorded = await eventually(within: .seconds(10)) {
             ((try? String(contentsOfFile: pids, encoding: .utf8)) ?? "").hasSuffix("\n")
         }
         try #require(recorded, "\(watch.stderr)")
         let hook = try String(contentsOfFile: pids, encoding: .utf8).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { pid_t($0) }
-        #expect(hook.count == 2 && hook.allSatisfy(processExists))
+        #expect(hook.count == 2)
+        #expect(hook.allSatisfy(processExists))
         if how == "signal" { watch.signal(SIGTERM) }
         let run = await watch.wait(timeout: 20)
         #expect(run.status == 0, "\(run)")
-        #expect(await eventually(within: 2) { !hook.contains(where: processExists) }, "still running: \(hook.filter(processExists))")
+        #expect(await eventually(within: .seconds(2)) { !hook.contains(where: processExists) }, "still running: \(hook.filter(processExists))")
     }
 }

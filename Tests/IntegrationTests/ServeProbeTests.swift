@@ -3,7 +3,7 @@ import DesktopSandbox
 import Foundation
 import Testing
 
-/// `authctl serve` (SPEC §11) under faults and misuse: what a signal, a hostile peer or a
+/// `authctl serve` (`authctl.serve(1)`) under faults and misuse: what a signal, a hostile peer or a
 /// failing server must not break. Each test has a sandbox of its own, as `serve` owns one name
 /// per bus.
 @Suite("serve under faults and misuse")
@@ -20,15 +20,14 @@ struct ServeProbeTests {
 
     @Test("SIGTERM while a background refresh is under way: serve stores the rotated tokens before it exits")
     func terminatedDuringBackgroundRefresh() async throws {
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
         let (sandbox, scenario, serve) = try await serving()
         defer { sandbox.stop() }
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         // The server rotates the refresh token as it answers, a second after the request came.
         try server.configure(["refresh_delay": 1.5, "access_lifetime": 300])
-        let giveUp = Date().addingTimeInterval(20)
-        while try server.count("refresh") == 0 && Date() < giveUp { usleep(20_000) }
+        _ = try await eventually(within: .seconds(20)) { try server.count("refresh") > 0 }
         #expect(try server.count("refresh") == 1, "serve refreshed the 2 s token at 80% of its lifetime")
         serve.signal(SIGTERM)
         let ended = await serve.wait(timeout: 30)
@@ -36,7 +35,8 @@ struct ServeProbeTests {
         // The token serve received is the one stored: no further refresh, and the server takes it.
         let token = try await scenario.authctl("token")
         #expect(token.status == 0, "\(token)")
-        #expect(try server.accepts(token.output) && server.count("refresh") == 1)
+        #expect(try server.accepts(token.output))
+        #expect(try server.count("refresh") == 1)
     }
 
     @Test("a serve taken over by `serve --replace` exits 0 and prints nothing")
@@ -46,10 +46,12 @@ struct ServeProbeTests {
         let second = try await scenario.start(["serve", "--replace"])
         defer { second.signal(SIGTERM) }
         let replaced = await first.wait(timeout: 20)
-        #expect(replaced.status == 0 && replaced.stderr.isEmpty, "\(replaced)")
+        #expect(replaced.status == 0, "\(replaced)")
+        #expect(replaced.stderr.isEmpty, "\(replaced)")
         second.signal(SIGTERM)
         let replacer = await second.wait(timeout: 20)
-        #expect(replacer.status == 0 && replacer.stderr.isEmpty, "\(replacer)")
+        #expect(replacer.status == 0, "\(replacer)")
+        #expect(replacer.stderr.isEmpty, "\(replacer)")
     }
 
     @Test("the call that activates serve is answered from the service's object: Properties.GetAll shows who is signed in")
@@ -68,7 +70,8 @@ struct ServeProbeTests {
         let properties = try await scenario.gdbus("call", "--session", "--dest", LoginService.busName,
                                                   "--object-path", LoginService.objectPath(of: scenario.serviceName),
                                                   "--method", "org.freedesktop.DBus.Properties.GetAll", LoginService.sessionInterface)
-        #expect(properties.status == 0 && properties.stdout.contains("'User': <'alice'>"), "\(properties)")
+        #expect(properties.status == 0, "\(properties)")
+        #expect(properties.stdout.contains("'User': <'alice'>"), "\(properties)")
     }
 }
 
@@ -84,7 +87,7 @@ extension ServeProbeTests {
         let sandbox = try await DesktopSandbox.started(keyring: false, startupTimeout: 20)
         defer { sandbox.stop() }
         var scenario = try await Scenario(sandbox: sandbox)
-        let server = try TokenServer()
+        let server = try await TokenServer()
         try await scenario.authctl("server", "set", server.oauth2).expect(0)
         // The settings name a user, whose item only a keyring can confirm (nobody signed in
         // needs no keyring to be shown as such).
@@ -99,7 +102,8 @@ extension ServeProbeTests {
         let path = LoginService.objectPath(of: scenario.serviceName)
         // Every service with a settings group is an object, whatever the keyring.
         var objects = try await managedObjects(scenario)
-        #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <''>"), "\(objects)\n\(serve.stderr)")
+        #expect(objects.stdout.contains("'\(path)'"), "\(objects)\n\(serve.stderr)")
+        #expect(objects.stdout.contains("'Server': <''>"), "\(objects)\n\(serve.stderr)")
 
         // A keyring daemon appears: serve reads the state again without any other trigger (and
         // ends alice's session, whose item the new keyring does not hold).
@@ -110,12 +114,10 @@ extension ServeProbeTests {
                                         ["--foreground", "--unlock", "--components=secrets"], input: Array("pw".utf8),
                                         environment: scenario.environment)
         defer { keyring.signal(SIGKILL) }
-        let giveUp = Date().addingTimeInterval(20)
-        repeat {
+        _ = try await eventually(within: .seconds(20), pollingEvery: .milliseconds(50)) {
             objects = try await managedObjects(scenario)
-            if objects.stdout.contains("'Server': <'\(server.oauth2)'>") { break }
-            try await Task.sleep(for: .milliseconds(50))
-        } while Date() < giveUp
+            return objects.stdout.contains("'Server': <'\(server.oauth2)'>")
+        }
         #expect(objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
 
         // Gone again: the object stays as it was; a method says the keyring is unavailable.
@@ -123,13 +125,15 @@ extension ServeProbeTests {
         _ = await keyring.wait()
         let status = try await scenario.gdbus("call", "--session", "--dest", LoginService.busName, "--object-path", LoginService.objectPath,
                                               "--method", "io.github.authctl.AuthController1.GetStatus", scenario.service)
-        #expect(status.status != 0 && status.stderr.contains("io.github.authctl.Error.Unavailable"), "\(status)")
+        #expect(status.status != 0, "\(status)")
+        #expect(status.stderr.contains("io.github.authctl.Error.Unavailable"), "\(status)")
         objects = try await managedObjects(scenario)
-        #expect(objects.stdout.contains("'\(path)'") && objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
+        #expect(objects.stdout.contains("'\(path)'"), "\(objects)")
+        #expect(objects.stdout.contains("'Server': <'\(server.oauth2)'>"), "\(objects)")
     }
 }
 
-/// `make install` and `make uninstall` (SPEC §12) given paths with characters that mean something
+/// `make install` and `make uninstall` (the README, "Install") given paths with characters that mean something
 /// to the shell, sed, D-Bus or systemd. Like ``InstallTests``, these run the recipes without building.
 @Suite("make install with awkward paths")
 struct InstallPathProbeTests {
@@ -145,7 +149,8 @@ struct InstallPathProbeTests {
         let installation = try installation(destdir: "/stage", prefix: prefix)
         defer { installation.remove() }
         let run = try await installation.make("install")
-        #expect(run.status == 2 && run.stderr.contains("PREFIX must be an absolute path"), "\(run)")
+        #expect(run.status == 2, "\(run)")
+        #expect(run.stderr.contains("PREFIX must be an absolute path"), "\(run)")
         #expect(!FileManager.default.fileExists(atPath: installation.destdir), "nothing staged")
     }
 

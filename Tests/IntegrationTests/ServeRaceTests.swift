@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// `authctl serve` (SPEC §11) under load and races: many services, changes in quick
+/// `authctl serve` (`authctl.serve(1)`) under load and races: many services, changes in quick
 /// succession, and the settings folder appearing after it started.
 @Suite("serve under load and races")
 struct ServeRaceTests {
@@ -50,8 +50,13 @@ struct ServeRaceTests {
             let last = UInt64(1 + 4 * (round + 1))
             let shown = await monitor.wait { BusMonitor.propertiesChanged(scenario.service)($0) && $0.uint64("Sequence") == last }
             #expect(shown.count == 1, "\(monitor.messages.suffix(4))")
-            // The re-reads that follow the last change (its file and keyring notifications).
-            try await Task.sleep(for: .milliseconds(500))
+            // The re-reads that follow the last change (its file and keyring notifications):
+            // over once serve's CPU time has stood still for two samples, 250 ms apart.
+            var samples: [Double] = []
+            _ = try await eventually(within: .seconds(10), pollingEvery: .milliseconds(250)) {
+                samples.append(try cpuSeconds(serve.pid))
+                return samples.count >= 3 && samples.suffix(3).allSatisfy { $0 == samples.last }
+            }
             cpuPerChange.append((try cpuSeconds(serve.pid) - before) / 4)
             let messages = monitor.messages
             let signals = messages.filter { BusMonitor.loginStatusChanged(scenario.service)($0) && ($0.uint64("sequence") ?? 0) > last - 4 }

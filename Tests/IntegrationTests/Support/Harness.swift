@@ -160,18 +160,25 @@ func which(_ name: String, package: String) throws -> String {
 /// can fill up.
 final class Spawned: Sendable {
     let pid: pid_t
+    /// Whether the program leads a process group of its own, whose pgid is its pid.
+    let leadsProcessGroup: Bool
     private let task: Task<Int32, Never>
     private let outputs: URL
     private let started = Date()
 
     /// Starts `path`; `input` is fed on stdin (or /dev/null when `nil`). With `terminal`, that
-    /// descriptor (a pseudo-terminal) is stdin, stdout and stderr instead.
-    init(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], terminal: Int32? = nil) async throws {
+    /// descriptor (a pseudo-terminal) is stdin, stdout and stderr instead. With
+    /// `leadsProcessGroup`, the program starts a process group of its own, which a timeout kills
+    /// whole.
+    init(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], terminal: Int32? = nil,
+         leadsProcessGroup: Bool = false) async throws {
         outputs = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-run-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
-        let configuration = Configuration(
+        self.leadsProcessGroup = leadsProcessGroup
+        var configuration = Configuration(
             executable: .path(FilePath(path)), arguments: Arguments(arguments),
             environment: .custom(Dictionary(uniqueKeysWithValues: environment.map { (Environment.Key(stringLiteral: $0.key), $0.value) })))
+        if leadsProcessGroup { configuration.platformOptions.processGroupID = 0 }
         if let terminal {
             let descriptor = FileDescriptor(rawValue: terminal)
             (pid, task) = try await Self.launch(configuration, input: FileDescriptorInput.fileDescriptor(descriptor, closeAfterSpawningProcess: false),
@@ -241,12 +248,13 @@ final class Spawned: Sendable {
 
     func signal(_ number: Int32) { kill(pid, number) }
 
-    /// Waits for the program, killing it after `timeout` seconds.
+    /// Waits for the program, killing it (and its process group, if it leads one) after
+    /// `timeout` seconds.
     func wait(timeout: Double = 60) async -> Run {
-        let killer = Task { [pid] in
+        let killer = Task { [pid, leadsProcessGroup] in
             try await Task.sleep(for: .seconds(timeout))
             // Not reaped yet (this task is cancelled first), so the pid is still the program's.
-            kill(pid, SIGKILL)
+            kill(leadsProcessGroup ? -pid : pid, SIGKILL)
         }
         let status = await task.value
         killer.cancel()
@@ -255,12 +263,8 @@ final class Spawned: Sendable {
 
     /// Waits until stdout holds `count` lines (or the program ends), at most `timeout` seconds.
     func waitForLines(_ count: Int, timeout: Double = 30) async -> [String] {
-        let giveUp = Date().addingTimeInterval(timeout)
-        while Date() < giveUp {
-            let lines = stdout.split(separator: "\n").map(String.init)
-            if lines.count >= count { return lines }
-            // polling a file for a condition, with a deadline
-            try? await Task.sleep(for: .milliseconds(5))
+        _ = await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) {
+            stdout.split(separator: "\n").count >= count
         }
         return stdout.split(separator: "\n").map(String.init)
     }

@@ -150,7 +150,7 @@ final class BusMonitor: Sendable {
         process = try await Spawned(try which("dbus-monitor", package: "dbus-bin"), ["--session"] + rules, input: nil,
                                     environment: scenario.environment)
         // `BecomeMonitor` takes the monitor's unique name away: its `NameLost` is the first line.
-        let ready = await until(timeout: 20) { self.process.stdout.contains("member=NameLost") }
+        let ready = await eventually(within: .seconds(20)) { self.process.stdout.contains("member=NameLost") }
         try #require(ready, "dbus-monitor did not start: \(process.stderr)")
     }
 
@@ -181,7 +181,7 @@ final class BusMonitor: Sendable {
     /// those seen.
     func wait(for count: Int = 1, timeout: Double = 20, where predicate: (Message) -> Bool) async -> [Message] {
         var found: [Message] = []
-        _ = await until(timeout: timeout) {
+        _ = await eventually(within: .seconds(timeout)) {
             found = self.messages.filter(predicate)
             return found.count >= count
         }
@@ -198,27 +198,6 @@ final class BusMonitor: Sendable {
         let path = LoginService.objectPath(of: ServiceName(rawValue: service)!)
         return { $0.kind == "signal" && $0.member == "PropertiesChanged" && $0.path == path }
     }
-}
-
-/// Waits until `condition` holds, checking every few milliseconds, at most `timeout` seconds;
-/// returns whether it held.
-func until(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let giveUp = Date().addingTimeInterval(timeout)
-    while Date() < giveUp {
-        if try condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))  // polling a condition with a deadline
-    }
-    return try condition()
-}
-
-/// ``until(timeout:_:)`` for a condition that awaits (a `gdbus call`, say).
-func until(timeout: Double, _ condition: () async -> Bool) async -> Bool {
-    let giveUp = Date().addingTimeInterval(timeout)
-    while Date() < giveUp {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))  // polling a condition with a deadline
-    }
-    return await condition()
 }
 
 /// The wall clock in seconds since the epoch, as `dbus-monitor` and the token server's log give it.

@@ -19,14 +19,3 @@ extension Scenario {
         try await Spawned("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment)
     }
 }
-
-/// Waits until `condition` holds, checking every few milliseconds, at most `timeout` seconds;
-/// returns whether it held.
-func eventually(timeout: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
-    let giveUp = Date().addingTimeInterval(timeout)
-    while Date() < giveUp {
-        if try condition() { return true }
-        usleep(5_000)  // polling a condition with a deadline
-    }
-    return try condition()
-}

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// The test token server (`token_server.py` beside this file) on 127.0.0.1, started by the
@@ -11,10 +12,12 @@ final class TokenServer: @unchecked Sendable {
     private let process: Process
     private let stdin: Pipe
 
+    /// Starts the server and returns once it accepts connections, at most 20 s later.
     /// - Parameter tls: a certificate and key file: the server speaks HTTPS with them.
-    init(tls: (certificate: String, key: String)? = nil) throws {
+    init(tls: (certificate: String, key: String)? = nil) async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("token_server.py").path
-        process = Process()
+        let process = Process()
+        self.process = process
         process.executableURL = URL(fileURLWithPath: try which("python3", package: "python3"))
         process.arguments = [script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
         stdin = Pipe()
@@ -22,19 +25,30 @@ final class TokenServer: @unchecked Sendable {
         process.standardInput = stdin
         process.standardOutput = stdout
         try process.run()
-        // The first line says the port, once the server accepts connections.
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
+        // The first line says the port, once the server accepts connections. It is read on a
+        // thread of its own, which ends with the server's output.
+        let printed = Printed()
+        let reader = stdout.fileHandleForReading
+        Thread.detachNewThread {
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { return }
+                printed.data.withLock { $0 += chunk }
+            }
         }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            Issue.record("the token server did not start: \(text)")
+        _ = await eventually(within: .seconds(20)) { printed.data.withLock { $0.contains(UInt8(ascii: "\n")) } || !process.isRunning }
+        let text = String(decoding: printed.data.withLock { $0.prefix { $0 != UInt8(ascii: "\n") } }, as: UTF8.self)
+        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
+            if process.isRunning { process.terminate() }
+            Issue.record("the token server did not start within 20 s: \(text)")
             throw CocoaError(.fileReadUnknown)
         }
         self.port = port
+    }
+
+    /// What the server printed so far, filled by the thread that reads it.
+    private final class Printed: Sendable {
+        let data = Mutex(Data())
     }
 
     deinit { stop() }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A token server for authctl's tests and demo, on 127.0.0.1: both protocols of SPEC §10.2,
-with knobs for what a test needs a server to do, and a log of every request.
+"""A token server for authctl's tests and demo, on 127.0.0.1: both protocols authctl speaks
+(the README, "Remote accounts: a token server"), with knobs for what a test needs a server to do,
+and a log of every request.
 
   oauth2:  POST /oauth/token (password and refresh_token grants), POST /oauth/revoke (RFC 7009)
   json:    POST /api/login, /api/register, /api/refresh_tokens (refresh token as Bearer)

@@ -1,0 +1,26 @@
+import AuthController
+
+/// Checks `condition` every `interval` until it holds or `limit` has passed, and returns whether
+/// it held. The wait suspends (it never blocks a thread of the cooperative pool), and the
+/// condition is checked once more at the deadline, so one that became true just in time counts.
+/// A cancelled task stops waiting at once.
+func eventually(within limit: Duration, pollingEvery interval: Duration = .milliseconds(20),
+                _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: limit)
+    while clock.now < deadline, !Task.isCancelled {
+        if try await condition() { return true }
+        try? await Task.sleep(for: min(interval, deadline - clock.now))
+    }
+    return try await condition()
+}
+
+/// Lets real time pass until the wall clock reads `microseconds` since the epoch (a token's
+/// expiry, say): a sleep for the time left, again only if the clock was set back meanwhile.
+func sleepUntilWallClock(_ microseconds: UInt64) async throws {
+    while true {
+        let now = AuthController.systemClock()
+        guard now < microseconds else { return }
+        try await Task.sleep(for: .microseconds(microseconds - now))
+    }
+}
