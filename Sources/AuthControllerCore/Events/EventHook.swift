@@ -74,7 +74,7 @@ public final class EventHook: Sendable {
         let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
         switch result {
         case .success(let status): return status
-        case .failure(let error): throw .unavailable("cannot run /bin/sh for --exec: \(error)")
+        case .failure(let error): throw .unavailable("cannot run /bin/sh for \(hint: .eventCommand): \(error)")
         }
     }
 
