@@ -10,7 +10,7 @@ public struct Doctor: Sendable {
         public var detail: AuthError.Message
         /// What to do about a failure; `nil` when the check passed.
         public var fix: AuthError.Message?
-        /// The failure, whose exit code the command reports; `nil` when the check passed.
+        /// The failure the check found, whose family a front end reports; `nil` when the check passed.
         public var failure: AuthError?
 
         /// Whether the check passed.

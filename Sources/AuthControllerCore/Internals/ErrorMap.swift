@@ -49,9 +49,9 @@ enum ErrorMap {
         return .unavailable("could not \(what): \(error.message)", detail: detail)
     }
 
-    /// A request to a token server that got no HTTP answer (SPEC §10.2): the deadline (75), a
-    /// certificate that is not trusted, a connection refused, reset or closed, a name that does
-    /// not resolve (69), or something that is not HTTP (76).
+    /// A request to a token server that got no HTTP answer: the deadline (a temporary failure),
+    /// a certificate that is not trusted, a connection refused, reset or closed, a name that
+    /// does not resolve (unavailable), or something that is not HTTP (a protocol error).
     private static func tokenServerError(_ error: GLibError, server: String, deadline: Deadline) -> AuthError {
         let detail = error.debugDescription
         if error.isCancelled || error.isTimeout || deadline.expired {

@@ -7,7 +7,7 @@ import Synchronization
 /// The terminal on a file descriptor, for reading a password with echo off.
 ///
 /// However the read ends — Enter, end of file, or SIGINT, SIGTERM or SIGHUP — the terminal's
-/// settings are put back before the process goes on or dies (SPEC §6.1).
+/// settings are put back before the process goes on or dies.
 public struct Terminal: Sendable {
     /// The descriptor the terminal is open on.
     public let descriptor: FileDescriptor
