@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-public import SystemPackage
+package import SystemPackage
 import Dispatch
 
 extension FileDescriptor {
@@ -13,7 +13,7 @@ extension FileDescriptor {
     /// learns this way that its reader is gone without waiting for its next write.
     /// The corresponding C function is `poll`, asking for no event: `POLLERR` (a pipe without
     /// readers) and `POLLHUP` are reported anyway.
-    public func readerGone() async {
+    package func readerGone() async {
         guard let wake = try? FileDescriptor.pipe() else { return }
         defer {
             try? wake.writeEnd.close()
