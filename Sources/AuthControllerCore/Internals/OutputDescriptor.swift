@@ -35,9 +35,9 @@ extension FileDescriptor {
     private static func waitForHangUp(_ descriptor: Int32, wake: Int32) {
         var watched = [pollfd(fd: descriptor, events: 0, revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
         while true {
-            let count = poll(&watched, nfds_t(watched.count), -1)
-            if count == -1 {
-                if errno == EINTR { continue }
+            do {
+                try Posix.check { poll(&watched, nfds_t(watched.count), -1) }
+            } catch {
                 return
             }
             if watched[1].revents != 0 { return }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
+import SystemPackage
 
 /// What this process was started with: its environment, its user's passwd entry, and the way
 /// out. The library's behaviour never reads these; the command line does, through here. It is
@@ -15,7 +16,15 @@ package enum ProcessEnvironment {
     @discardableResult
     package static func reopenClosedStandardDescriptors() -> (standardOutputWasClosed: Bool, Void) {
         var outputClosed = false
-        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+        func isClosed(_ descriptor: Int32) -> Bool {
+            do {
+                try Posix.check { fcntl(descriptor, F_GETFD) }
+                return false
+            } catch {
+                return error == .badFileDescriptor
+            }
+        }
+        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where isClosed(descriptor) {
             if descriptor == STDOUT_FILENO { outputClosed = true }
             // open() returns the lowest free descriptor: this one.
             _ = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
