@@ -32,10 +32,11 @@ enum ErrorMap {
             }
         }
         if peer == .bus && error.remoteName == nil {
-            if error.isDisconnection {
-                return .unavailable("the session bus went away (\(error.message)); \(noSessionBusAdvice)", detail: detail)
-            }
-            return .unavailable("no session bus (\(error.message)); \(noSessionBusAdvice)", detail: detail)
+            // Typed, so that the advice keeps its hint.
+            let message: AuthError.Message = error.isDisconnection
+                ? "the session bus went away (\(error.message)); \(noSessionBusAdvice)"
+                : "no session bus (\(error.message)); \(noSessionBusAdvice)"
+            return .unavailable(message, detail: detail)
         }
         if error.isNoOwner {
             return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run \(hint: .sandbox)",
