@@ -139,6 +139,8 @@ extension AuthError {
         case eventCommand
         /// Sign out, which writes a new settings file and keeps the corrupt one as a copy.
         case signOutToReplaceSettings
+        /// Sign in or out, either of which writes a new settings file.
+        case signInOrOutToReplaceSettings
 
         /// The hint in the library's words, as ``AuthError/message`` says it.
         public var description: String {
@@ -157,6 +159,7 @@ extension AuthError {
             case .replaceLoginService: "take the name over by starting the login service as its replacement"
             case .eventCommand: "the event command"
             case .signOutToReplaceSettings: "sign out to replace it"
+            case .signInOrOutToReplaceSettings: "signing in or out replaces it"
             }
         }
     }

@@ -150,8 +150,8 @@ public struct Doctor: Sendable {
         do throws(AuthError) {
             let read = try store.read(service: service)
             if let corruption = read.corruption {
-                return fail("settings", "\(corruption)", fix: "\(hint: .signOutToReplaceSettings) (a copy is kept as settings.ini.corrupt)",
-                            .settingsUnsafe("\(corruption)"))
+                return fail("settings", corruption, fix: "\(hint: .signOutToReplaceSettings) (a copy is kept as settings.ini.corrupt)",
+                            .settingsUnsafe(corruption))
             }
             return pass("settings", "\(store.filePath) is usable")
         } catch {

@@ -9,7 +9,7 @@ struct ErrorMessageTests {
     static let everyHint: [AuthError.Hint] = [
         .signOutFirst, .forget(alice), .bindServer, .bindRegistrationServer, .registration, .signInWithoutRegistering,
         .allowUnlockPrompt, .raiseKeyringTimeout, .raiseServerTimeout, .sandbox, .loginService, .replaceLoginService,
-        .eventCommand, .signOutToReplaceSettings,
+        .eventCommand, .signOutToReplaceSettings, .signInOrOutToReplaceSettings,
     ]
 
     @Test("the library's words for a hint name no command and no option", arguments: everyHint)

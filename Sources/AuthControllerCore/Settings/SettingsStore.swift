@@ -34,12 +34,19 @@ public struct SessionRecord: Equatable, Sendable {
 public struct SettingsRead: Equatable, Sendable {
     /// The record of the service (empty when the file is missing or corrupt).
     public var record: SessionRecord
-    /// Set when the file is corrupt: why, in a message that names the file. The record is then empty.
-    public var corruption: String?
+    /// Set when the file is corrupt: why, in a message that names the file and what replaces
+    /// it. The record is then empty.
+    public var corruption: AuthError.Message?
 
-    public init(record: SessionRecord, corruption: String? = nil) {
+    /// What a read found: `record`, or (with an empty record) a corrupt file.
+    public init(record: SessionRecord, corruption: AuthError.Message? = nil) {
         self.record = record
         self.corruption = corruption
+    }
+
+    /// What a read found, the corruption said in plain text.
+    public init(record: SessionRecord, corruption: String?) {
+        self.init(record: record, corruption: corruption.map { AuthError.Message($0) })
     }
 }
 

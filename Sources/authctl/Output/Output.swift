@@ -112,6 +112,7 @@ enum Output {
         case .replaceLoginService: "take the name over with `authctl serve --replace`"
         case .eventCommand: "--exec"
         case .signOutToReplaceSettings: "run `authctl sign-out` to replace it"
+        case .signInOrOutToReplaceSettings: "`authctl sign-in` or `authctl sign-out` replaces it"
         }
     }
 
