@@ -2,7 +2,7 @@ internal import Subprocess
 import Synchronization
 internal import SystemPackage
 
-/// A shell command run once per event, as `watch --exec` does. The event reaches the command
+/// A shell command run once per event, one at a time. The event reaches the command
 /// only through environment variables, never through its text, so account ids such as
 /// ``evil$(touch x)`@x.org`` are data.
 public final class EventHook: Sendable {
