@@ -167,6 +167,10 @@ extension AuthError {
     /// A one-line message: text, with ``Hint``s where a front end may word the next step its
     /// own way. Written as a string literal, with `\(hint: …)` for a hint:
     /// `"\(account) is signed in; \(hint: .signOutFirst), then change the server"`.
+    ///
+    /// A message interpolated into another keeps its hints only where the literal is known to
+    /// be a `Message` (a parameter or a variable of that type); in a `String` it becomes the
+    /// library's words.
     public struct Message: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringInterpolation {
         /// One piece of a message.
         public enum Part: Sendable, Hashable {
