@@ -30,7 +30,7 @@ extension AuthController {
         _ = try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
             if let user = record.user {
-                throw .invalidInput("\(user) is signed in to \(service); sign out first (`authctl sign-out`), then change the server")
+                throw .invalidInput("\(user) is signed in to \(service); \(hint: .signOutFirst), then change the server")
             }
             var updated = record
             updated.binding = binding
@@ -49,7 +49,7 @@ extension AuthController {
                        binding newBinding: ServerBinding? = nil) async throws(AuthError) -> ChangeOutcome {
         let read = try settings.read(service: service)
         guard let binding = newBinding ?? read.record.binding else {
-            if register { throw .usage("--register needs a service bound to a token server of protocol json (`authctl server set URL --protocol json`)") }
+            if register { throw .usage("\(hint: .registration) needs a service bound to a token server of protocol json\(hint: .bindRegistrationServer)") }
             return try signInLocally(account: account, name: name, password: password)
         }
         try refuseRebinding(read.record, to: newBinding)
@@ -148,7 +148,7 @@ extension AuthController {
     private func currentSession() throws(AuthError) -> (AccountID, ServerBinding, TokenSet, TokenTimes) {
         let record = try intactRecord()
         guard let binding = record.binding else {
-            throw .invalidInput("\(service) is not bound to a token server; bind it with `authctl server set URL`")
+            throw .invalidInput("\(service) is not bound to a token server; \(hint: .bindServer)")
         }
         guard let user = record.user else { throw .notSignedIn("nobody is signed in to \(service)") }
         if sessionHasEnded(record) { throw try endSession(of: user, reason: .expired) }
@@ -309,7 +309,7 @@ extension AuthController {
         let difference = current == nil ? "with a local password"
             : current?.server != binding.server ? "at \(current!.server)"
             : "with another protocol, client id, scope or revoke URL at \(binding.server)"
-        throw .invalidInput("\(user) is signed in to \(service) \(difference); sign out first (`authctl sign-out`), then sign in with the new binding")
+        throw .invalidInput("\(user) is signed in to \(service) \(difference); \(hint: .signOutFirst), then sign in with the new binding")
     }
 
     /// Best effort: a revocation that fails is a warning; the sign-out stands.

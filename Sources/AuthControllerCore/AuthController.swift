@@ -350,7 +350,7 @@ public final class AuthController: Sendable {
         let verification = hasher.verify(password, against: stored)
         switch verification {
         case .unusable(let reason):
-            throw .invalidInput("the stored secret of \(account) is not an authctl password hash (\(reason)); clear it with `authctl forget \(account)`")
+            throw .invalidInput("the stored secret of \(account) is not an authctl password hash (\(reason)); \(hint: .forget(account))")
         case .failed(let error):
             throw error
         case .match, .mismatch:

@@ -1,35 +1,62 @@
-/// Every failure the library reports. Each case is one exit-code family of the command line
-/// (sysexits.h), so the mapping from error to exit status exists exactly once: ``exitCode``.
+/// Every failure the library reports, in few families: nobody signed in, a wrong request, bad
+/// input, something unavailable, the settings file, a deadline, the token server's answer, a
+/// refusal, an unsafe settings file. Each family has one ``exitCode``, so a command line maps
+/// an error to its exit status in one place.
 ///
-/// The message is one line that says what happened and what to do next. `detail`, where
-/// present, keeps the underlying GLib error domain and code for bug reports.
+/// The ``message`` is one line that says what happened and what to do next, in the library's
+/// own words. Where the next step is something a front end offers (sign out, forget an
+/// account, allow the unlock prompt), the message carries it as a ``Hint`` too, which a front
+/// end may word its own way: ``message(wordingHints:)``. `detail`, where present, keeps the
+/// underlying GLib error domain and code for bug reports.
 public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// Nobody is signed in to the service (exit 1): a clean "no", not a fault.
-    case notSignedIn(String)
-    /// The command line was wrong: unknown option, missing argument, no password source (exit 64).
-    case usage(String)
+    /// Nobody is signed in to the service: a clean "no", not a fault.
+    case notSignedIn(Message)
+    /// The request was wrong as a whole: options that do not go together, or no source for the
+    /// password.
+    case usage(Message)
     /// Input data broke a rule: account id, display name, service, password, or a stored
-    /// secret that is not a usable authctl hash (exit 65).
-    case invalidInput(String)
+    /// secret that is not a usable authctl hash.
+    case invalidInput(Message)
     /// The session bus, the Secret Service or its default collection is not there, the
     /// collection is locked and no prompt may be shown, a required daemon is missing, or the
-    /// token server is unreachable or failing (exit 69).
-    case unavailable(String, detail: String? = nil)
-    /// The settings file or its directory cannot be read or written (exit 74).
-    case settingsIO(String)
+    /// token server is unreachable or failing.
+    case unavailable(Message, detail: String? = nil)
+    /// The settings file or its directory cannot be read or written.
+    case settingsIO(Message)
     /// A deadline passed (keyring call, prompt, settings lock, token server) or the Secret
-    /// Service went away mid-call; nothing changed (exit 75).
-    case temporaryFailure(String, detail: String? = nil)
+    /// Service went away mid-call; nothing changed.
+    case temporaryFailure(Message, detail: String? = nil)
     /// The token server's answer was not understood: not JSON, no access token, a token type
-    /// other than Bearer, over 64 KiB, or a redirect (exit 76).
-    case protocolError(String)
+    /// other than Bearer, over 64 KiB, or a redirect.
+    case protocolError(Message)
     /// Wrong password (locally or at the token server), the unlock prompt was dismissed, or the
-    /// token server ended the session (exit 77).
-    case denied(String)
-    /// The settings file is corrupt or unsafe to use (exit 78).
-    case settingsUnsafe(String)
+    /// token server ended the session.
+    case denied(Message)
+    /// The settings file is corrupt or unsafe to use.
+    case settingsUnsafe(Message)
 
-    /// The process exit status for this error (sysexits.h).
+    /// ``notSignedIn(_:)`` with a message of plain text.
+    public static func notSignedIn(_ text: String) -> AuthError { .notSignedIn(Message(text)) }
+    /// ``usage(_:)`` with a message of plain text.
+    public static func usage(_ text: String) -> AuthError { .usage(Message(text)) }
+    /// ``invalidInput(_:)`` with a message of plain text.
+    public static func invalidInput(_ text: String) -> AuthError { .invalidInput(Message(text)) }
+    /// ``unavailable(_:detail:)`` with a message of plain text.
+    public static func unavailable(_ text: String, detail: String? = nil) -> AuthError { .unavailable(Message(text), detail: detail) }
+    /// ``settingsIO(_:)`` with a message of plain text.
+    public static func settingsIO(_ text: String) -> AuthError { .settingsIO(Message(text)) }
+    /// ``temporaryFailure(_:detail:)`` with a message of plain text.
+    public static func temporaryFailure(_ text: String, detail: String? = nil) -> AuthError { .temporaryFailure(Message(text), detail: detail) }
+    /// ``protocolError(_:)`` with a message of plain text.
+    public static func protocolError(_ text: String) -> AuthError { .protocolError(Message(text)) }
+    /// ``denied(_:)`` with a message of plain text.
+    public static func denied(_ text: String) -> AuthError { .denied(Message(text)) }
+    /// ``settingsUnsafe(_:)`` with a message of plain text.
+    public static func settingsUnsafe(_ text: String) -> AuthError { .settingsUnsafe(Message(text)) }
+
+    /// The process exit status for this error's family: 1 for nobody signed in, otherwise the
+    /// code of sysexits.h (64 usage, 65 data, 69 unavailable, 74 I/O, 75 temporary failure,
+    /// 76 protocol, 77 permission, 78 configuration).
     public var exitCode: Int32 {
         switch self {
         case .notSignedIn: 1
@@ -44,8 +71,20 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The one-line human message.
-    public var message: String {
+    /// The one-line human message, in the library's own words.
+    public var message: String { explanation.description }
+
+    /// The message with each of its ``hints`` worded by `word`, as a front end says it (a
+    /// command line names its command or option there).
+    public func message(wordingHints word: (Hint) -> String) -> String {
+        explanation.worded(hints: word)
+    }
+
+    /// The next steps and settings the message points to, in its order.
+    public var hints: [Hint] { explanation.hints }
+
+    /// The message as the case holds it: text and hints.
+    public var explanation: Message {
         switch self {
         case .notSignedIn(let message), .usage(let message), .invalidInput(let message),
              .unavailable(let message, _), .settingsIO(let message),
@@ -63,7 +102,173 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The message, in the library's own words.
     public var description: String { message }
+}
+
+extension AuthError {
+    /// A next step or a setting that a message points to, which each front end names in its
+    /// own way: the library in plain words (its ``description``), a command line as the
+    /// command or option that does it.
+    public enum Hint: Sendable, Hashable, CustomStringConvertible {
+        /// Sign out of the service before the change asked for.
+        case signOutFirst
+        /// Forget the account, which clears its keyring item.
+        case forget(AccountID)
+        /// Bind the service to a token server.
+        case bindServer
+        /// Bind the service to a token server of protocol `json`, the one with registration.
+        case bindRegistrationServer
+        /// Registering a new account at the token server, which only protocol `json` offers.
+        case registration
+        /// Sign in without registering: the account exists at the token server already.
+        case signInWithoutRegistering
+        /// Allow the keyring's unlock prompt, which this request ruled out.
+        case allowUnlockPrompt
+        /// Give Secret Service calls a longer deadline.
+        case raiseKeyringTimeout
+        /// Give requests to the token server a longer deadline.
+        case raiseServerTimeout
+        /// A private session bus and keyring of their own, as ``DesktopSandbox`` starts them.
+        case sandbox
+        /// The login service that exports the login state on the session bus.
+        case loginService
+        /// Start the login service so that it takes the bus name over from the one running.
+        case replaceLoginService
+        /// The shell command that runs once per login event.
+        case eventCommand
+        /// Sign out, which writes a new settings file and keeps the corrupt one as a copy.
+        case signOutToReplaceSettings
+        /// Sign in or out, either of which writes a new settings file.
+        case signInOrOutToReplaceSettings
+
+        /// The hint in the library's words, as ``AuthError/message`` says it.
+        public var description: String {
+            switch self {
+            case .signOutFirst: "sign out first"
+            case .forget(let account): "clear it by forgetting \(account)"
+            case .bindServer: "bind it to a token server"
+            case .bindRegistrationServer: "; bind it to one first"
+            case .registration: "registration"
+            case .signInWithoutRegistering: "sign in without registering"
+            case .allowUnlockPrompt: "allow the unlock prompt"
+            case .raiseKeyringTimeout: "allow the keyring more time"
+            case .raiseServerTimeout: "allow the token server more time"
+            case .sandbox: "in a private desktop sandbox"
+            case .loginService: "the login service"
+            case .replaceLoginService: "take the name over by starting the login service as its replacement"
+            case .eventCommand: "the event command"
+            case .signOutToReplaceSettings: "sign out to replace it"
+            case .signInOrOutToReplaceSettings: "signing in or out replaces it"
+            }
+        }
+    }
+
+    /// A one-line message: text, with ``Hint``s where a front end may word the next step its
+    /// own way. Written as a string literal, with `\(hint: …)` for a hint:
+    /// `"\(account) is signed in; \(hint: .signOutFirst), then change the server"`.
+    ///
+    /// A message interpolated into another keeps its hints only where the literal is known to
+    /// be a `Message` (a parameter or a variable of that type); in a `String` it becomes the
+    /// library's words.
+    public struct Message: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringInterpolation {
+        /// One piece of a message.
+        public enum Part: Sendable, Hashable {
+            /// Words that every front end says alike.
+            case text(String)
+            /// A hint, worded by the front end.
+            case hint(Hint)
+        }
+
+        /// The pieces in order; neighbouring text is one piece, and no text piece is empty.
+        public private(set) var parts: [Part] = []
+
+        /// A message of plain text.
+        public init(_ text: String) {
+            append(text)
+        }
+
+        public init(stringLiteral text: String) {
+            self.init(text)
+        }
+
+        public init(stringInterpolation: StringInterpolation) {
+            self = stringInterpolation.message
+        }
+
+        /// The hints, in order.
+        public var hints: [Hint] {
+            parts.compactMap { if case .hint(let hint) = $0 { hint } else { nil } }
+        }
+
+        /// The message in the library's words.
+        public var description: String { worded { $0.description } }
+
+        /// The message with each hint worded by `word`.
+        public func worded(hints word: (Hint) -> String) -> String {
+            parts.map { part in
+                switch part {
+                case .text(let text): text
+                case .hint(let hint): word(hint)
+                }
+            }.joined()
+        }
+
+        /// The same message with `text` added at the end.
+        public static func + (message: Message, text: String) -> Message {
+            var result = message
+            result.append(text)
+            return result
+        }
+
+        fileprivate mutating func append(_ text: String) {
+            guard !text.isEmpty else { return }
+            if case .text(let last)? = parts.last {
+                parts[parts.count - 1] = .text(last + text)
+            } else {
+                parts.append(.text(text))
+            }
+        }
+
+        fileprivate mutating func append(_ hint: Hint) {
+            parts.append(.hint(hint))
+        }
+
+        /// Builds a ``Message`` from a string literal with interpolations.
+        public struct StringInterpolation: StringInterpolationProtocol {
+            fileprivate var message = Message()
+
+            private init() {}
+
+            public init(literalCapacity: Int, interpolationCount: Int) {}
+
+            public mutating func appendLiteral(_ literal: String) {
+                message.append(literal)
+            }
+
+            /// A value as text, as a plain string interpolation writes it.
+            public mutating func appendInterpolation<Value>(_ value: Value) {
+                message.append(String(describing: value))
+            }
+
+            /// A hint, worded by the front end.
+            public mutating func appendInterpolation(hint: Hint) {
+                message.append(hint)
+            }
+
+            /// Another message, its hints kept.
+            public mutating func appendInterpolation(_ other: Message) {
+                for part in other.parts {
+                    switch part {
+                    case .text(let text): message.append(text)
+                    case .hint(let hint): message.append(hint)
+                    }
+                }
+            }
+        }
+
+        private init() {}
+    }
 }
 
 extension String {

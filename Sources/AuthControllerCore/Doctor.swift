@@ -7,22 +7,27 @@ public struct Doctor: Sendable {
         /// A short stable identifier, e.g. `session-bus`.
         public var name: String
         /// What was found (or why it failed).
-        public var detail: String
+        public var detail: AuthError.Message
         /// What to do about a failure; `nil` when the check passed.
-        public var fix: String?
-        /// The failure, whose exit code the command reports; `nil` when the check passed.
+        public var fix: AuthError.Message?
+        /// The failure the check found, whose family a front end reports; `nil` when the check passed.
         public var failure: AuthError?
 
+        /// Whether the check passed.
         public var ok: Bool { failure == nil }
     }
 
+    /// The service whose settings are checked.
     public let service: ServiceName
+    /// The folder of the settings file.
     public let settingsDirectory: String
     /// Seconds the whole diagnosis may take.
     public let timeout: Double
     /// The bus to diagnose; `nil` for the session bus.
     public let busAddress: String?
 
+    /// A diagnosis of `service`'s settings in `settingsDirectory` and of the keyring on the bus at
+    /// `busAddress`, within `timeout` seconds; nothing runs until ``run()``.
     public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5, busAddress: String? = nil) {
         self.service = service
         self.settingsDirectory = settingsDirectory
@@ -77,7 +82,7 @@ public struct Doctor: Sendable {
             _ = try bus.connection(timeout: seconds)
             return pass("session-bus", "the session bus answers")
         } catch {
-            return fail("session-bus", error.message, fix: "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`", error)
+            return fail("session-bus", error.explanation, fix: ErrorMap.noSessionBusAdvice, error)
         }
     }
 
@@ -88,14 +93,14 @@ public struct Doctor: Sendable {
             }
             return pass("secret-service", "a Secret Service provider answers on the session bus")
         } catch {
-            return fail("secret-service", error.message,
+            return fail("secret-service", error.explanation,
                         fix: "install and start a provider: `apt-get install gnome-keyring`, then log in again or run `gnome-keyring-daemon --start --components=secrets`",
                         error)
         }
     }
 
     private func collectionCheck(_ bus: SessionBus, _ seconds: Double) -> Check {
-        let fix = "create a default keyring, e.g. a \"Login\" keyring in Seahorse (Passwords and Keys)"
+        let fix: AuthError.Message = "create a default keyring, e.g. a \"Login\" keyring in Seahorse (Passwords and Keys)"
         do throws(AuthError) {
             let path = try bus.call("read the alias `default`", timeout: seconds) { connection, deadline throws(GLibError) in
                 try SecretServiceCalls.readAlias(connection, "default", deadline)
@@ -106,7 +111,7 @@ public struct Doctor: Sendable {
             }
             return pass("default-collection", "the alias `default` is \(path)")
         } catch {
-            return fail("default-collection", error.message, fix: fix, error)
+            return fail("default-collection", error.explanation, fix: fix, error)
         }
     }
 
@@ -119,7 +124,7 @@ public struct Doctor: Sendable {
             }
             return pass("collection-unlocked", "the default collection is unlocked")
         } catch {
-            return fail("collection-unlocked", error.message, fix: "see the Secret Service checks above", error)
+            return fail("collection-unlocked", error.explanation, fix: "see the Secret Service checks above", error)
         }
     }
 
@@ -135,7 +140,7 @@ public struct Doctor: Sendable {
             }
             return pass("store-probe", "an item can be stored and deleted in the default collection")
         } catch {
-            return fail("store-probe", "storing a probe item failed: \(error.message)",
+            return fail("store-probe", "storing a probe item failed: \(error.explanation)",
                         fix: "check the Secret Service provider's logs (`journalctl --user -u gnome-keyring-daemon`)", error)
         }
     }
@@ -145,12 +150,12 @@ public struct Doctor: Sendable {
         do throws(AuthError) {
             let read = try store.read(service: service)
             if let corruption = read.corruption {
-                return fail("settings", corruption, fix: "run `authctl sign-out` to replace it (a copy is kept as settings.ini.corrupt)",
+                return fail("settings", corruption, fix: "\(hint: .signOutToReplaceSettings) (a copy is kept as settings.ini.corrupt)",
                             .settingsUnsafe(corruption))
             }
             return pass("settings", "\(store.filePath) is usable")
         } catch {
-            return fail("settings", error.message, fix: Self.fix(in: error.message) ?? "check the path named above", error)
+            return fail("settings", error.explanation, fix: Self.fix(in: error.message) ?? "check the path named above", error)
         }
     }
 
@@ -165,15 +170,15 @@ public struct Doctor: Sendable {
             }
             return pass("argon2", "libargon2 hashes and verifies with \(hasher.parameters)")
         } catch {
-            return fail("argon2", error.message, fix: "reinstall libargon2 (`apt-get install --reinstall libargon2-1`) and check free memory", error)
+            return fail("argon2", error.explanation, fix: "reinstall libargon2 (`apt-get install --reinstall libargon2-1`) and check free memory", error)
         }
     }
 
     // MARK: - Helpers
 
-    private func pass(_ name: String, _ detail: String) -> Check { Check(name: name, detail: detail, fix: nil, failure: nil) }
+    private func pass(_ name: String, _ detail: AuthError.Message) -> Check { Check(name: name, detail: detail, fix: nil, failure: nil) }
 
-    private func fail(_ name: String, _ detail: String, fix: String, _ failure: AuthError) -> Check {
+    private func fail(_ name: String, _ detail: AuthError.Message, fix: AuthError.Message, _ failure: AuthError) -> Check {
         Check(name: name, detail: detail, fix: fix, failure: failure)
     }
 
@@ -183,7 +188,7 @@ public struct Doctor: Sendable {
     }
 
     /// The command in backquotes that a settings message proposes.
-    private static func fix(in message: String) -> String? {
+    private static func fix(in message: String) -> AuthError.Message? {
         let parts = message.split(separator: "`", omittingEmptySubsequences: false)
         return parts.count >= 3 ? "run `\(parts[1])`" : nil
     }

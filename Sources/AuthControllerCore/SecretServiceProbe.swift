@@ -1,5 +1,5 @@
-/// What answers on a bus, for a program that waits for a Secret Service to come up (such as
-/// `authctl sandbox` after starting its daemons). Each check is one short round trip over a
+/// What answers on a bus, for a program that waits for a Secret Service to come up (such as a
+/// sandbox that has just started its bus and keyring daemons). Each check is one short round trip over a
 /// private connection of its own, never the process's shared session bus.
 public enum SecretServiceProbe {
     /// How far along a bus is.

@@ -84,7 +84,7 @@ public final class DesktopSandbox: Sendable {
                 supervisor.remove(directory: directory)
                 for folder in ["config", "data", "runtime"] { try Posix.makeDirectory(directory + "/" + folder, mode: 0o700) }
             } catch {
-                throw .unavailable("cannot create the sandbox directory in \(base): \(error.message)")
+                throw .unavailable("cannot create the sandbox directory in \(base): \(error.description)")
             }
             let configuration = directory + "/bus.conf"
             do {

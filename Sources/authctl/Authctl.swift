@@ -39,8 +39,8 @@ struct Authctl: AsyncParsableCommand {
         if ProcessEnvironment.reopenClosedStandardDescriptors().standardOutputWasClosed {
             Output.markStandardOutputClosed()
         }
-        // A write to a closed pipe must fail with EPIPE, for the output layer to decide: exit
-        // 74 with a message, or for `watch` a quiet end (SPEC §7.9, §7.10).
+        // A write to a closed pipe must fail with EPIPE, for the output layer to decide: a
+        // failure with a message, or for `watch` a quiet end.
         ProcessSignal.brokenPipe.ignore()
         if let position = firstNonUTF8Argument() {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
@@ -52,13 +52,13 @@ struct Authctl: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-            ProcessEnvironment.exit(0)
+            ExitStatus.exit(ExitStatus.success)
         } catch let error as AuthError {
             Output.fail(error)
         } catch let failure as Output.WriteFailure {
             Output.fail(failure)
         } catch let error as ExitCode {
-            ProcessEnvironment.exit(error.rawValue)
+            ExitStatus.exit(error.rawValue)
         } catch {
             // Help and version requests arrive as errors too; they are not failures.
             if exitCode(for: error) == .success {
@@ -67,11 +67,10 @@ struct Authctl: AsyncParsableCommand {
                 } catch {
                     Output.fail(error)
                 }
-                ProcessEnvironment.exit(0)
+                ExitStatus.exit(ExitStatus.success)
             }
             let message = self.message(for: error)
-            Output.diagnostic((message.isEmpty ? "invalid usage" : message) + " (see `authctl --help`)")
-            ProcessEnvironment.exit(64)
+            Output.fail(.usage("\(message.isEmpty ? "invalid usage" : message) (see `authctl --help`)"))
         }
     }
 }

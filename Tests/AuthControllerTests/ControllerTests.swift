@@ -207,7 +207,8 @@ struct ControllerTests {
         #expect {
             try fixture.signIn("a")
         } throws: { error in
-            (error as? AuthError)?.exitCode == 65 && "\(error)".contains("authctl forget a")
+            (error as? AuthError)?.exitCode == 65 && "\(error)".contains("forgetting a")
+                && (error as? AuthError)?.hints == [.forget(fixture.account("a"))]
         }
         #expect(fixture.broadcaster.events.isEmpty)
     }

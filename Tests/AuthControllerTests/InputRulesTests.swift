@@ -30,7 +30,7 @@ struct InputRulesTests {
             try AccountID(validating: text.value)
         } throws: { error in
             guard let error = error as? AuthError, case .invalidInput(let message) = error else { return false }
-            return error.exitCode == 65 && message.contains(rule)
+            return error.exitCode == 65 && message.description.contains(rule)
         }
     }
 

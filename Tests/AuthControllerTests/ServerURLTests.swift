@@ -54,7 +54,7 @@ struct ServerURLTests {
             try ServerURL(validating: text.value)
         } throws: { error in
             guard let error = error as? AuthError, case .invalidInput(let message) = error else { return false }
-            return message.contains(rule)
+            return message.description.contains(rule)
         }
     }
 

@@ -126,7 +126,7 @@ struct SettingsFileTests {
         let folder = SettingsFolder()
         try folder.write(text)
         let read = try folder.store.read(service: folder.service)
-        #expect(read.corruption?.contains(folder.file) == true)
+        #expect(read.corruption?.description.contains(folder.file) == true)
         #expect(try folder.contents() == text)  // reads never rewrite it
         let copy = try folder.store.save(SessionRecord(), service: folder.service)
         #expect(copy == folder.file + ".corrupt")

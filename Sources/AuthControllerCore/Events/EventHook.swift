@@ -2,7 +2,7 @@ internal import Subprocess
 import Synchronization
 internal import SystemPackage
 
-/// A shell command run once per event, as `watch --exec` does. The event reaches the command
+/// A shell command run once per event, one at a time. The event reaches the command
 /// only through environment variables, never through its text, so account ids such as
 /// ``evil$(touch x)`@x.org`` are data.
 public final class EventHook: Sendable {
@@ -74,7 +74,7 @@ public final class EventHook: Sendable {
         let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
         switch result {
         case .success(let status): return status
-        case .failure(let error): throw .unavailable("cannot run /bin/sh for --exec: \(error)")
+        case .failure(let error): throw .unavailable("cannot run /bin/sh for \(hint: .eventCommand): \(error)")
         }
     }
 

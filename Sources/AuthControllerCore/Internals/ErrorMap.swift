@@ -11,7 +11,7 @@ enum ErrorMap {
         case tokenServer(String)
     }
 
-    static let noSessionBusAdvice = "run inside a desktop session, under `dbus-run-session`, or in `authctl sandbox`"
+    static let noSessionBusAdvice: AuthError.Message = "run inside a desktop session, under `dbus-run-session`, or \(hint: .sandbox)"
 
 
     /// The one mapping from a GLib error to an ``AuthError``: what a deadline, a missing bus,
@@ -24,21 +24,22 @@ enum ErrorMap {
         if error.isCancelled || error.isTimeout {
             switch peer {
             case .bus:
-                return .temporaryFailure("the session bus did not answer within \(seconds) s; try again, or raise --keyring-timeout",
+                return .temporaryFailure("the session bus did not answer within \(seconds) s; try again, or \(hint: .raiseKeyringTimeout)",
                                          detail: detail)
             case .secretService, .tokenServer:
-                return .temporaryFailure("could not \(what): the Secret Service did not answer within \(seconds) s; nothing was changed — try again, or raise --keyring-timeout",
+                return .temporaryFailure("could not \(what): the Secret Service did not answer within \(seconds) s; nothing was changed — try again, or \(hint: .raiseKeyringTimeout)",
                                          detail: detail)
             }
         }
         if peer == .bus && error.remoteName == nil {
-            if error.isDisconnection {
-                return .unavailable("the session bus went away (\(error.message)); \(noSessionBusAdvice)", detail: detail)
-            }
-            return .unavailable("no session bus (\(error.message)); \(noSessionBusAdvice)", detail: detail)
+            // Typed, so that the advice keeps its hint.
+            let message: AuthError.Message = error.isDisconnection
+                ? "the session bus went away (\(error.message)); \(noSessionBusAdvice)"
+                : "no session bus (\(error.message)); \(noSessionBusAdvice)"
+            return .unavailable(message, detail: detail)
         }
         if error.isNoOwner {
-            return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run in `authctl sandbox`",
+            return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run \(hint: .sandbox)",
                                 detail: detail)
         }
         if error.isDisconnection {
@@ -49,13 +50,13 @@ enum ErrorMap {
         return .unavailable("could not \(what): \(error.message)", detail: detail)
     }
 
-    /// A request to a token server that got no HTTP answer (SPEC §10.2): the deadline (75), a
-    /// certificate that is not trusted, a connection refused, reset or closed, a name that does
-    /// not resolve (69), or something that is not HTTP (76).
+    /// A request to a token server that got no HTTP answer: the deadline (a temporary failure),
+    /// a certificate that is not trusted, a connection refused, reset or closed, a name that
+    /// does not resolve (unavailable), or something that is not HTTP (a protocol error).
     private static func tokenServerError(_ error: GLibError, server: String, deadline: Deadline) -> AuthError {
         let detail = error.debugDescription
         if error.isCancelled || error.isTimeout || deadline.expired {
-            return .temporaryFailure("the token server \(server) did not answer within \(formatSeconds(deadline.seconds)) s; try again, or raise --server-timeout",
+            return .temporaryFailure("the token server \(server) did not answer within \(formatSeconds(deadline.seconds)) s; try again, or \(hint: .raiseServerTimeout)",
                                      detail: detail)
         }
         switch error.domain {

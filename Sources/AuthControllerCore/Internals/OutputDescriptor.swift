@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-public import SystemPackage
+package import SystemPackage
 import Dispatch
 
 extension FileDescriptor {
@@ -13,7 +13,7 @@ extension FileDescriptor {
     /// learns this way that its reader is gone without waiting for its next write.
     /// The corresponding C function is `poll`, asking for no event: `POLLERR` (a pipe without
     /// readers) and `POLLHUP` are reported anyway.
-    public func readerGone() async {
+    package func readerGone() async {
         guard let wake = try? FileDescriptor.pipe() else { return }
         defer {
             try? wake.writeEnd.close()
@@ -35,9 +35,9 @@ extension FileDescriptor {
     private static func waitForHangUp(_ descriptor: Int32, wake: Int32) {
         var watched = [pollfd(fd: descriptor, events: 0, revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
         while true {
-            let count = poll(&watched, nfds_t(watched.count), -1)
-            if count == -1 {
-                if errno == EINTR { continue }
+            do {
+                try Posix.check { poll(&watched, nfds_t(watched.count), -1) }
+            } catch {
                 return
             }
             if watched[1].revents != 0 { return }

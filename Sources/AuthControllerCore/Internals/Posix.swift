@@ -3,27 +3,37 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+package import SystemPackage
 
-/// Thin adapters over the system calls the settings store needs. The "-1 and errno"
-/// convention becomes ``Posix/Failure`` in exactly one helper, ``Posix/check(_:_:)``.
-enum Posix {
-    struct Failure: Error, Sendable {
-        let call: String
-        let errno: Int32
-        var message: String { String(cString: strerror(errno)) }
-        var isNotFound: Bool { errno == ENOENT }
-        /// The last component was a symbolic link where `O_NOFOLLOW` forbids one.
-        var isSymbolicLink: Bool { errno == ELOOP }
-    }
+/// Thin adapters over the system calls the settings store and the sandbox need: swift-system's
+/// where it has them (`open`, `read`, `write`, `close`, `stat`), the C functions where it does
+/// not. Every failure is swift-system's `Errno`, the one errno type of this package; the C
+/// convention "-1 and `errno`" becomes one in exactly one helper, ``Posix/check(_:)``.
+package enum Posix {
+    /// What a failing call throws.
+    package typealias Failure = Errno
 
-    /// The one place where "-1 and errno" becomes a ``Failure``; a call interrupted by a signal
-    /// (`EINTR`) is made again.
+    /// The one place where "-1 and `errno`" becomes a thrown `Errno`; a call interrupted by a
+    /// signal (`EINTR`) is made again.
     @discardableResult
-    private static func check<Result: BinaryInteger>(_ call: String, _ body: () -> Result) throws(Failure) -> Result {
+    package static func check<Result: BinaryInteger>(_ body: () -> Result) throws(Errno) -> Result {
         while true {
             let result = body()
             if result != -1 { return result }
-            if errno != EINTR { throw Failure(call: call, errno: errno) }
+            let failure = Errno(rawValue: errno)
+            if failure != .interrupted { throw failure }
+        }
+    }
+
+    /// A call of swift-system's: its functions throw `Errno` without saying so in their type.
+    private static func system<Result>(_ body: () throws -> Result) throws(Errno) -> Result {
+        do {
+            return try body()
+        } catch let failure as Errno {
+            throw failure
+        } catch {
+            // swift-system throws nothing else; should it one day, it is still an I/O failure.
+            throw .ioError
         }
     }
 
@@ -34,118 +44,128 @@ enum Posix {
         var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
         var isSymbolicLink: Bool { mode & S_IFMT == S_IFLNK }
         var permissions: mode_t { mode & 0o7777 }
+
+        init(_ status: Stat) {
+            mode = status.mode.rawValue
+            owner = status.userID.rawValue
+        }
     }
 
-    /// The corresponding C function is `lstat`; `nil` when nothing is at `path`.
-    static func lstatus(_ path: String) throws(Failure) -> FileStatus? {
-        var info = stat()
-        if lstat(path, &info) == -1 {
-            if errno == ENOENT { return nil }
-            throw Failure(call: "lstat", errno: errno)
+    /// What is at `path`, the link itself for a symbolic link; `nil` when nothing is there.
+    /// The corresponding C function is `lstat`.
+    static func lstatus(_ path: String) throws(Errno) -> FileStatus? {
+        do {
+            return FileStatus(try FilePath(path).stat(followTargetSymlink: false))
+        } catch .noSuchFileOrDirectory {
+            return nil
         }
-        return FileStatus(mode: info.st_mode, owner: info.st_uid)
     }
 
     /// The corresponding C function is `fstat`.
-    static func fstatus(_ descriptor: Int32) throws(Failure) -> FileStatus {
-        var info = stat()
-        try check("fstat") { fstat(descriptor, &info) }
-        return FileStatus(mode: info.st_mode, owner: info.st_uid)
+    static func fstatus(_ descriptor: Int32) throws(Errno) -> FileStatus {
+        FileStatus(try FileDescriptor(rawValue: descriptor).stat())
     }
 
     /// The corresponding C function is `mkdir`; an existing entry is not an error.
-    static func makeDirectory(_ path: String, mode: mode_t) throws(Failure) {
-        if mkdir(path, mode) == -1, errno != EEXIST { throw Failure(call: "mkdir", errno: errno) }
+    package static func makeDirectory(_ path: String, mode: UInt32) throws(Errno) {
+        do {
+            try check { mkdir(path, mode_t(mode)) }
+        } catch .fileExists {
+            return
+        }
     }
 
-    /// The corresponding C function is `open` (always with `O_CLOEXEC`).
-    private static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(Failure) -> Int32 {
-        try check("open") { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    /// Opens `path`, never handing the descriptor to a program this process starts.
+    /// `permissions` are those of a file that `options` has created.
+    /// The corresponding C function is `open` (with `O_CLOEXEC`).
+    private static func open(_ path: String, _ access: FileDescriptor.AccessMode, _ options: FileDescriptor.OpenOptions,
+                             permissions: FilePermissions? = nil) throws(Errno) -> Int32 {
+        try system {
+            try FileDescriptor.open(FilePath(path), access, options: options.union(.closeOnExec), permissions: permissions)
+        }.rawValue
     }
 
-    /// Opens a file to read, refusing a symbolic link (``Failure/isSymbolicLink``) and never
+    /// Opens a file to read, refusing a symbolic link (`Errno.isSymbolicLink`) and never
     /// blocking on a FIFO planted at the path.
-    static func openForReading(_ path: String) throws(Failure) -> Int32 {
-        try open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+    static func openForReading(_ path: String) throws(Errno) -> Int32 {
+        try open(path, .readOnly, [.noFollow, .nonBlocking])
     }
 
     /// Opens (creating, mode 0600) a lock file, refusing a symbolic link.
-    static func openLockFile(_ path: String) throws(Failure) -> Int32 {
-        try open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600)
+    static func openLockFile(_ path: String) throws(Errno) -> Int32 {
+        try open(path, .readWrite, [.create, .noFollow], permissions: [.ownerReadWrite])
     }
 
     /// Creates a new file to write, failing if anything (a link included) is at `path`.
-    static func createExclusive(_ path: String, mode: mode_t) throws(Failure) -> Int32 {
-        try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+    static func createExclusive(_ path: String, mode: mode_t) throws(Errno) -> Int32 {
+        try open(path, .writeOnly, [.create, .exclusiveCreate, .noFollow], permissions: FilePermissions(rawValue: mode))
     }
 
     /// Makes a directory's entries durable (a rename in it, say). The corresponding C
     /// functions are `open(O_DIRECTORY)` and `fsync`.
-    static func syncDirectory(_ path: String) throws(Failure) {
-        let descriptor = try open(path, O_RDONLY | O_DIRECTORY)
+    static func syncDirectory(_ path: String) throws(Errno) {
+        let descriptor = try open(path, .readOnly, [.directory])
         defer { close(descriptor) }
         try fsync(descriptor)
     }
 
     /// The corresponding C function is `close`.
-    static func close(_ descriptor: Int32) { _ = Glibc.close(descriptor) }
+    static func close(_ descriptor: Int32) { try? FileDescriptor(rawValue: descriptor).close() }
 
     /// Reads the whole file. The corresponding C function is `read`.
-    static func readAll(_ descriptor: Int32) throws(Failure) -> [UInt8] {
+    static func readAll(_ descriptor: Int32) throws(Errno) -> [UInt8] {
+        let file = FileDescriptor(rawValue: descriptor)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = try check("read") { chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) } }
+            let count = try system { try chunk.withUnsafeMutableBytes { try file.read(into: $0) } }
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
         }
     }
 
     /// Writes every byte. The corresponding C function is `write`.
-    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) throws(Failure) {
-        var offset = 0
-        while offset < bytes.count {
-            offset += try check("write") { bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) } }
-        }
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) throws(Errno) {
+        _ = try system { try FileDescriptor(rawValue: descriptor).writeAll(bytes) }
     }
 
     /// The corresponding C function is `fsync`.
-    static func fsync(_ descriptor: Int32) throws(Failure) { try check("fsync") { Glibc.fsync(descriptor) } }
+    static func fsync(_ descriptor: Int32) throws(Errno) { try check { Glibc.fsync(descriptor) } }
 
     /// The corresponding C function is `fchmod`.
-    static func fchmod(_ descriptor: Int32, _ mode: mode_t) throws(Failure) { try check("fchmod") { Glibc.fchmod(descriptor, mode) } }
+    static func fchmod(_ descriptor: Int32, _ mode: mode_t) throws(Errno) { try check { Glibc.fchmod(descriptor, mode) } }
 
     /// The corresponding C function is `rename`.
-    static func rename(_ from: String, _ to: String) throws(Failure) { try check("rename") { Glibc.rename(from, to) } }
+    static func rename(_ from: String, _ to: String) throws(Errno) { try check { Glibc.rename(from, to) } }
 
     /// A second name for a file. The corresponding C function is `link`.
-    static func link(_ existing: String, _ new: String) throws(Failure) { try check("link") { Glibc.link(existing, new) } }
+    static func link(_ existing: String, _ new: String) throws(Errno) { try check { Glibc.link(existing, new) } }
 
     /// The corresponding C function is `unlink`.
     static func unlink(_ path: String) { _ = Glibc.unlink(path) }
 
-    /// Tries once to take an exclusive lock. The corresponding C function is `flock`.
-    static func tryLockExclusive(_ descriptor: Int32) throws(Failure) -> Bool {
-        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
-        if errno == EWOULDBLOCK || errno == EINTR { return false }
-        throw Failure(call: "flock", errno: errno)
+    /// Tries once to take an exclusive lock; `false` when another holds it.
+    /// The corresponding C function is `flock`.
+    static func tryLockExclusive(_ descriptor: Int32) throws(Errno) -> Bool {
+        do {
+            try check { flock(descriptor, LOCK_EX | LOCK_NB) }
+            return true
+        } catch .resourceTemporarilyUnavailable {  // EWOULDBLOCK
+            return false
+        }
     }
 
     /// Sleeps for a short back-off while waiting for a lock.
     static func pause(milliseconds: Int) { usleep(useconds_t(milliseconds * 1000)) }
 
-    /// A new private directory from a template ending in `XXXXXX`.
+    /// A new private (0700) directory from a template ending in `XXXXXX`.
     /// The corresponding C function is `mkdtemp`.
-    static func makeTemporaryDirectory(_ template: String) throws(Failure) -> String {
+    package static func makeTemporaryDirectory(_ template: String) throws(Errno) -> String {
         var bytes = Array(template.utf8CString)
-        guard let result = bytes.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw Failure(call: "mkdtemp", errno: errno)
-        }
-        return String(cString: result)
+        // mkdtemp fills in the template where it stands, and answers NULL and errno on failure.
+        try check { bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) == nil ? -1 : 0 } }
+        return bytes.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
-
-    /// Sends `signal` to a process. The corresponding C function is `kill`.
-    static func signal(_ process: Int32, _ signal: Int32) { _ = kill(process, signal) }
 
     /// The effective user id. The corresponding C function is `geteuid`.
     static var effectiveUserID: uid_t { geteuid() }
@@ -176,4 +196,15 @@ enum Posix {
         clock_gettime(CLOCK_REALTIME, &now)
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
     }
+}
+
+extension Errno {
+    /// The error's text, as `strerror` gives it.
+    var message: String { description }
+
+    /// Nothing is at the path.
+    var isNotFound: Bool { self == .noSuchFileOrDirectory }
+
+    /// The last component was a symbolic link where `O_NOFOLLOW` forbids one.
+    var isSymbolicLink: Bool { self == .tooManySymbolicLinkLevels }
 }

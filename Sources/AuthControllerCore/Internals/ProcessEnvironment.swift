@@ -1,10 +1,12 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
+import SystemPackage
 
 /// What this process was started with: its environment, its user's passwd entry, and the way
-/// out. The library itself never reads these; the command line does, through here.
-public enum ProcessEnvironment {
+/// out. The library's behaviour never reads these; the command line does, through here. It is
+/// plumbing of this package (`package`): the executable and the sandbox see it, an app does not.
+package enum ProcessEnvironment {
     /// Opens `/dev/null` on standard input, output and error where they are closed. Otherwise
     /// the first descriptor the process opens (GLib's wakeup eventfd, say) would become "standard
     /// input", and a password would be read from it, or output written into it.
@@ -12,9 +14,17 @@ public enum ProcessEnvironment {
     /// Returns whether standard output was closed (what is printed then goes nowhere, which
     /// the caller reports).
     @discardableResult
-    public static func reopenClosedStandardDescriptors() -> (standardOutputWasClosed: Bool, Void) {
+    package static func reopenClosedStandardDescriptors() -> (standardOutputWasClosed: Bool, Void) {
         var outputClosed = false
-        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+        func isClosed(_ descriptor: Int32) -> Bool {
+            do {
+                try Posix.check { fcntl(descriptor, F_GETFD) }
+                return false
+            } catch {
+                return error == .badFileDescriptor
+            }
+        }
+        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where isClosed(descriptor) {
             if descriptor == STDOUT_FILENO { outputClosed = true }
             // open() returns the lowest free descriptor: this one.
             _ = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
@@ -24,7 +34,7 @@ public enum ProcessEnvironment {
 
     /// The value of an environment variable; `nil` when it is unset or empty.
     /// The corresponding C function is `getenv`.
-    public static func value(_ name: String) -> String? {
+    package static func value(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }
         let text = String(cString: value)
         return text.isEmpty ? nil : text
@@ -32,7 +42,7 @@ public enum ProcessEnvironment {
 
     /// Every environment variable (`NAME=value` entries without `=` are skipped; the first of a
     /// repeated name wins, as `getenv` finds it). The corresponding C variable is `environ`.
-    public static var all: [String: String] {
+    package static var all: [String: String] {
         var variables: [String: String] = [:]
         let first: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
         guard var entry = first else { return variables }
@@ -47,18 +57,18 @@ public enum ProcessEnvironment {
     }
 
     /// The effective user's entry in the passwd database.
-    public struct PasswdEntry: Sendable, Equatable {
+    package struct PasswdEntry: Sendable, Equatable {
         /// The login name.
-        public var name: String
+        package var name: String
         /// The first comma-separated field of GECOS (the real name), `nil` when empty.
-        public var realName: String?
+        package var realName: String?
         /// The home directory.
-        public var homeDirectory: String
+        package var homeDirectory: String
     }
 
     /// The effective user's passwd entry, or `nil` when there is none.
     /// The corresponding C functions are `geteuid` and `getpwuid`.
-    public static var currentUser: PasswdEntry? {
+    package static var currentUser: PasswdEntry? {
         guard let entry = getpwuid(geteuid()) else { return nil }
         let gecos = entry.pointee.pw_gecos.map { String(cString: $0) } ?? ""
         let realName = gecos.split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
@@ -69,7 +79,7 @@ public enum ProcessEnvironment {
 
     /// Ends the process with `status`, running `atexit` handlers.
     /// The corresponding C function is `exit`.
-    public static func exit(_ status: Int32) -> Never {
+    package static func exit(_ status: Int32) -> Never {
         Glibc.exit(status)
     }
 }

@@ -1,26 +1,27 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-public import SystemPackage
+package import SystemPackage
 import Synchronization
 
 /// The terminal on a file descriptor, for reading a password with echo off.
+/// Plumbing of this package's command line (`package`), not part of the library's API.
 ///
 /// However the read ends — Enter, end of file, or SIGINT, SIGTERM or SIGHUP — the terminal's
-/// settings are put back before the process goes on or dies (SPEC §6.1).
-public struct Terminal: Sendable {
+/// settings are put back before the process goes on or dies.
+package struct Terminal: Sendable {
     /// The descriptor the terminal is open on.
-    public let descriptor: FileDescriptor
+    package let descriptor: FileDescriptor
 
     /// The terminal on standard input.
-    public static let standardInput = Terminal(descriptor: .standardInput)
+    package static let standardInput = Terminal(descriptor: .standardInput)
 
-    public init(descriptor: FileDescriptor) {
+    package init(descriptor: FileDescriptor) {
         self.descriptor = descriptor
     }
 
     /// Whether the descriptor refers to a terminal. The corresponding C function is `isatty`.
-    public var isTerminal: Bool { isatty(descriptor.rawValue) == 1 }
+    package var isTerminal: Bool { isatty(descriptor.rawValue) == 1 }
 
     /// Runs `body` with the terminal's echo off (and line editing on), then restores the
     /// terminal's settings. Returns `nil`, without running `body`, when the settings cannot be
@@ -30,7 +31,7 @@ public struct Terminal: Sendable {
     /// then kill the process as the signal would have. One prompt at a time: calling this
     /// again from `body` or from another thread is a programmer error and traps.
     /// The corresponding C functions are `tcgetattr`, `tcsetattr` and `signal`.
-    public func withEchoDisabled<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result? {
+    package func withEchoDisabled<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result? {
         var saved = termios()
         guard tcgetattr(descriptor.rawValue, &saved) == 0 else { return nil }
         EchoGuard.arm(saved, descriptor: descriptor.rawValue)

@@ -124,7 +124,7 @@ public struct SecretServiceStore: SecretStore {
     // MARK: - Steps
 
     private static let noDefaultCollection = AuthError.unavailable(
-        "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run in `authctl sandbox`")
+        "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run \(hint: .sandbox)")
 
     /// `SearchItems` by the key's attributes alone (not the schema), so items another tool
     /// stored with those attributes are found. Works while locked; never prompts.

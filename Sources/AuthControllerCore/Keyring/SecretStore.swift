@@ -118,7 +118,7 @@ extension SecretStore {
         do {
             return try JSONDecoder().decode(Value.self, from: Data(bytes))
         } catch {
-            throw .invalidInput("the keyring item of \(key) is not what authctl stored there; clear it with `authctl forget \(account)`")
+            throw .invalidInput("the keyring item of \(key) is not what authctl stored there; \(hint: .forget(account))")
         }
     }
 
@@ -132,7 +132,7 @@ extension SecretStore {
 extension AuthError {
     /// The keyring is locked and no unlock prompt may be shown (exit 69).
     public static let keyringLocked = AuthError.unavailable(
-        "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or run in a desktop session without --no-prompt")
+        "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or \(hint: .allowUnlockPrompt)")
     /// Account ids cannot be listed from a locked keyring (exit 69).
     public static let keyringLockedForListing = AuthError.unavailable(
         "the keyring is locked, so account ids cannot be listed; unlock the login keyring (e.g. in Seahorse) and try again")

@@ -193,7 +193,7 @@ public final class LoginService: Sendable {
                     state.ownsName = false
                     ending = .success(.replaced)
                 } else {
-                    ending = .failure(.unavailable("\(Self.busName) is already owned on the session bus (another `authctl serve`?); stop it, or take the name over with `authctl serve --replace`"))
+                    ending = .failure(.unavailable("\(Self.busName) is already owned on the session bus (another \(hint: .loginService)?); stop it, or \(hint: .replaceLoginService)"))
                 }
                 break loop
             case .busClosed:
@@ -261,7 +261,7 @@ public final class LoginService: Sendable {
         return try ending.get()
     }
 
-    static let busGone = AuthError.unavailable("the session bus went away; `authctl serve` stops (D-Bus activation or its systemd unit starts it again)")
+    static let busGone = AuthError.unavailable("the session bus went away; \(hint: .loginService) stops (D-Bus activation or its systemd unit starts it again)")
 
     // MARK: - Steps of the run loop
 

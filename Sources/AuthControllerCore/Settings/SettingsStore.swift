@@ -34,19 +34,26 @@ public struct SessionRecord: Equatable, Sendable {
 public struct SettingsRead: Equatable, Sendable {
     /// The record of the service (empty when the file is missing or corrupt).
     public var record: SessionRecord
-    /// Set when the file is corrupt: why, in a message that names the file. The record is then empty.
-    public var corruption: String?
+    /// Set when the file is corrupt: why, in a message that names the file and what replaces
+    /// it. The record is then empty.
+    public var corruption: AuthError.Message?
 
-    public init(record: SessionRecord, corruption: String? = nil) {
+    /// What a read found: `record`, or (with an empty record) a corrupt file.
+    public init(record: SessionRecord, corruption: AuthError.Message? = nil) {
         self.record = record
         self.corruption = corruption
+    }
+
+    /// What a read found, the corruption said in plain text.
+    public init(record: SessionRecord, corruption: String?) {
+        self.init(record: record, corruption: corruption.map { AuthError.Message($0) })
     }
 }
 
 /// Remembers who is signed in, per service.
 public protocol SettingsStore: Sendable {
     /// Reads the record of `service` without taking the lock and without ever writing. An
-    /// unsafe file throws (78); a corrupt one is reported in ``SettingsRead/corruption``.
+    /// unsafe file throws ``AuthError/settingsUnsafe(_:)``; a corrupt one is reported in ``SettingsRead/corruption``.
     func read(service: ServiceName) throws(AuthError) -> SettingsRead
 
     /// Every service that has a group in the settings, with what reading it found (as
@@ -60,11 +67,13 @@ public protocol SettingsStore: Sendable {
     @discardableResult
     func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String?
 
-    /// Runs `body` holding the exclusive settings lock, waited for at most a few seconds (75).
+    /// Runs `body` holding the exclusive settings lock, waited for at most a few seconds,
+    /// then ``AuthError/temporaryFailure(_:detail:)``.
     func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T
 
     /// Runs `body` holding the refresh lock of `service` — one token refresh at a time per
-    /// service, across processes — waited for at most `timeout` seconds (75). It is a lock of
+    /// service, across processes — waited for at most `timeout` seconds (then
+    /// ``AuthError/temporaryFailure(_:detail:)``). It is a lock of
     /// its own: the settings lock stays free while a slow server is asked.
     func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
                                       _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T

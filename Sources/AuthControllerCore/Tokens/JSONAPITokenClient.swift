@@ -22,7 +22,7 @@ struct JSONAPITokenClient: TokenClient {
         let (response, arrivedAt, serverDate) = try await exchange.post(server.appending(endpoint: endpoint), contentType: "application/json",
                                                                        body: body)
         if register && response.status == 409 {
-            throw .invalidInput("\(account) already has an account at \(server); sign in without --register")
+            throw .invalidInput("\(account) already has an account at \(server); \(hint: .signInWithoutRegistering)")
         }
         return try grant(response, arrivedAt: arrivedAt, serverDate: serverDate, refusal: "wrong password for \(account) at \(server)")
     }

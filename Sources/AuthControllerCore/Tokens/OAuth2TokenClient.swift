@@ -14,7 +14,7 @@ struct OAuth2TokenClient: TokenClient {
     private static let form = "application/x-www-form-urlencoded"
 
     func signIn(account: AccountID, password: Password, register: Bool) async throws(AuthError) -> TokenGrant {
-        guard !register else { throw .usage("--register is for servers of protocol json; an oauth2 server has no registration") }
+        guard !register else { throw .usage("\(hint: .registration) is for servers of protocol json; an oauth2 server has no registration") }
         var body = FormBody()
         body.add("grant_type", "password")
         body.add("username", account.rawValue)

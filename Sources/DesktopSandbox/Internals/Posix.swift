@@ -1,29 +1,10 @@
+internal import AuthControllerCore
 internal import Glibc
 
-/// The few system calls the sandbox needs that neither swift-system nor swift-subprocess
-/// offers. Each is a thin adapter; the "-1 and errno" convention becomes ``Posix/Failure``.
-enum Posix {
-    struct Failure: Error, Sendable {
-        let call: String
-        let errno: Int32
-        var message: String { String(cString: strerror(errno)) }
-    }
-
-    /// A new private (0700) directory from a template ending in `XXXXXX`.
-    /// The corresponding C function is `mkdtemp`.
-    static func makeTemporaryDirectory(_ template: String) throws(Failure) -> String {
-        var bytes = Array(template.utf8CString)
-        guard let result = bytes.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw Failure(call: "mkdtemp", errno: errno)
-        }
-        return String(cString: result)
-    }
-
-    /// The corresponding C function is `mkdir`.
-    static func makeDirectory(_ path: String, mode: UInt32) throws(Failure) {
-        if mkdir(path, mode_t(mode)) == -1 { throw Failure(call: "mkdir", errno: errno) }
-    }
-
+/// The few system calls the sandbox needs beyond the package's adapters (its temporary
+/// directory and folders come from there, their failures as swift-system's `Errno`). None of
+/// these fails with an errno worth reporting.
+extension Posix {
     /// What is at `path`, as a shell sees it before running it.
     enum Entry: Equatable {
         case missing

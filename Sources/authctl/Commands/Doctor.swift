@@ -20,7 +20,7 @@ struct DoctorCommand: ParsableCommand {
             try Output.json(DoctorDocument(checks))
         } else {
             for check in checks {
-                try Output.line((check.ok ? "ok   " : "fail ") + "\(check.name): \(check.detail)" + (check.fix.map { " — fix: \($0)" } ?? ""))
+                try Output.line((check.ok ? "ok   " : "fail ") + "\(check.name): \(Output.words(check.detail))" + (check.fix.map { " — fix: \(Output.words($0))" } ?? ""))
             }
         }
         if let failure = checks.first(where: { !$0.ok })?.failure { throw ExitCode(failure.exitCode) }

@@ -69,10 +69,10 @@ struct Sandbox: AsyncParsableCommand {
             throw ExitCode(status)
         case .commandNotFound:
             Output.diagnostic("\(arguments[0]): command not found")
-            throw ExitCode(127)
+            throw ExitCode(ExitStatus.commandNotFound)
         case .commandNotExecutable(let reason):
             Output.diagnostic("\(arguments[0]): cannot be executed: \(reason)")
-            throw ExitCode(126)
+            throw ExitCode(ExitStatus.commandNotExecutable)
         }
     }
 }

@@ -86,7 +86,7 @@ struct Server: ParsableCommand {
             } else {
                 Output.diagnostic("\(controller.service) is not bound to a token server")
             }
-            if binding == nil { throw ExitCode(1) }
+            if binding == nil { throw ExitCode(ExitStatus.no) }
         }
     }
 

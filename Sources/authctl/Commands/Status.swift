@@ -30,6 +30,6 @@ struct Status: ParsableCommand {
                 try Output.line("Not signed in to \(status.service)\(locked)")
             }
         }
-        if !status.isSignedIn { throw ExitCode(1) }
+        if !status.isSignedIn { throw ExitCode(ExitStatus.no) }
     }
 }

@@ -52,7 +52,7 @@ struct Watch: AsyncParsableCommand {
         switch ending {
         case .failed(let error): throw error
         case .writeFailed(let failure): throw failure
-        case .timedOut: if let count, seen < count { throw ExitCode(1) }
+        case .timedOut: if let count, seen < count { throw ExitCode(ExitStatus.no) }
         case .counted, .signalled, .readerGone, .listenerEnded: break
         }
     }
@@ -72,7 +72,7 @@ struct Watch: AsyncParsableCommand {
 private struct WatchLoop: Sendable {
     enum Ending: Sendable {
         case counted, timedOut, signalled, listenerEnded
-        /// Nobody reads stdout any more: a quiet end with 0 (SPEC §7.9).
+        /// Nobody reads stdout any more: a quiet, successful end.
         case readerGone
         case writeFailed(Output.WriteFailure)
         case failed(AuthError)
@@ -157,7 +157,7 @@ private struct WatchLoop: Sendable {
         for await event in listener.events {
             if let ending = await handle(event) { return .handled(seen, ending) }
         }
-        // The stream ended without a stop: the bus went away (SPEC §7.9, exit 69).
+        // The stream ended without a stop: the bus went away, an unavailable failure.
         return .handled(seen, listener.failure.map(Ending.failed) ?? .listenerEnded)
     }
 }

@@ -20,7 +20,7 @@ struct WhoAmI: ParsableCommand {
         }
         guard let user = status.user else {
             if !json { Output.diagnostic("nobody is signed in to \(status.service)") }
-            throw ExitCode(1)
+            throw ExitCode(ExitStatus.no)
         }
         if !json { try Output.line(user.rawValue) }
     }

@@ -106,7 +106,7 @@ struct DoctorDocument: Encodable {
 
     init(_ checks: [Doctor.Check]) {
         ok = checks.allSatisfy(\.ok)
-        self.checks = checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail, fix: $0.fix) }
+        self.checks = checks.map { Check(name: $0.name, ok: $0.ok, detail: Output.words($0.detail), fix: $0.fix.map(Output.words)) }
     }
 }
 

@@ -1,5 +1,5 @@
 /// Encodes an `Encodable` value as one line of JSON, keeping object keys in the order the
-/// value encodes them (declaration order, for synthesised conformances), as SPEC §6 lists
+/// value encodes them (declaration order, for synthesised conformances), as the manual lists
 /// them. Foundation's `JSONEncoder` keeps no order (only `.sortedKeys`) and would bring
 /// Foundation into the executable's start-up.
 ///

@@ -2,10 +2,30 @@ import AuthControllerCore
 import Synchronization
 import SystemPackage
 
+/// Every exit status of `authctl`, each named once; the manual lists them under EXIT STATUS
+/// (`authctl(1)`). A library error's status is its ``AuthError/exitCode``.
+enum ExitStatus {
+    /// Done.
+    static let success: Int32 = 0
+    /// Signed out, or nobody signed in: a clean "no" (and a `watch --count` that saw too few events).
+    static let no: Int32 = 1
+    /// Standard output could not be written: the status of the I/O family.
+    static let outputFailed = AuthError.settingsIO("").exitCode
+    /// `sandbox`: the command was found but cannot be executed (as a shell says it).
+    static let commandNotExecutable: Int32 = 126
+    /// `sandbox`: the command was not found (as a shell says it).
+    static let commandNotFound: Int32 = 127
+
+    /// Ends the process with `status`.
+    static func exit(_ status: Int32) -> Never {
+        ProcessEnvironment.exit(status)
+    }
+}
+
 /// The one place that writes to stdout and stderr and turns errors into exit statuses.
 enum Output {
-    /// Standard output could not be written: exit 74 (SPEC §7.10), except that `watch` ends
-    /// quietly with 0 when its reader went away (§7.9).
+    /// Standard output could not be written: ``ExitStatus/outputFailed``, except that `watch`
+    /// ends quietly with success when its reader went away (see `authctl.watch(1)`).
     struct WriteFailure: Error, Sendable {
         let errno: Errno
         /// The reading end of the pipe was closed (`authctl watch | head -n 1`).
@@ -32,7 +52,8 @@ enum Output {
     }
 
     /// A `--json` document on one line of stdout. Every JSON output goes through here, with
-    /// one encoder (keys in SPEC order, absent values `null`, control characters escaped).
+    /// one encoder (keys in the order the manual lists them, absent values `null`, control
+    /// characters escaped).
     static func json(_ document: some Encodable) throws(WriteFailure) {
         let text: String
         do {
@@ -55,17 +76,44 @@ enum Output {
         try? write(.standardError, "authctl: " + escapingControlCharacters(text) + "\n")
     }
 
-    /// Prints the error and exits with its status.
+    /// Prints the error, its hints worded as commands and options, and exits with its status.
     static func fail(_ error: AuthError) -> Never {
-        diagnostic(error.message)
+        diagnostic(words(error.explanation))
         if let detail = error.detail, ProcessEnvironment.value("AUTHCTL_DEBUG") != nil { diagnostic("detail: \(detail)") }
-        ProcessEnvironment.exit(error.exitCode)
+        ExitStatus.exit(error.exitCode)
     }
 
-    /// Reports that stdout could not be written and exits 74.
+    /// Reports that stdout could not be written and exits with ``ExitStatus/outputFailed``.
     static func fail(_ failure: WriteFailure) -> Never {
         diagnostic("cannot write to standard output: \(failure.errno.description)")
-        ProcessEnvironment.exit(74)
+        ExitStatus.exit(ExitStatus.outputFailed)
+    }
+
+    /// A library message as the command line says it: each hint as the command or option that
+    /// does it.
+    static func words(_ message: AuthError.Message) -> String {
+        message.worded(hints: words)
+    }
+
+    /// A hint of the library as the command or option of `authctl` that does it.
+    static func words(_ hint: AuthError.Hint) -> String {
+        switch hint {
+        case .signOutFirst: "sign out first (`authctl sign-out`)"
+        case .forget(let account): "clear it with `authctl forget \(account)`"
+        case .bindServer: "bind it with `authctl server set URL`"
+        case .bindRegistrationServer: " (`authctl server set URL --protocol json`)"
+        case .registration: "--register"
+        case .signInWithoutRegistering: "sign in without --register"
+        case .allowUnlockPrompt: "run in a desktop session without --no-prompt"
+        case .raiseKeyringTimeout: "raise --keyring-timeout"
+        case .raiseServerTimeout: "raise --server-timeout"
+        case .sandbox: "in `authctl sandbox`"
+        case .loginService: "`authctl serve`"
+        case .replaceLoginService: "take the name over with `authctl serve --replace`"
+        case .eventCommand: "--exec"
+        case .signOutToReplaceSettings: "run `authctl sign-out` to replace it"
+        case .signInOrOutToReplaceSettings: "`authctl sign-in` or `authctl sign-out` replaces it"
+        }
     }
 
     /// Prints warnings of a change on stderr.
