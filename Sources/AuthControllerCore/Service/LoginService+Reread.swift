@@ -42,11 +42,21 @@ extension LoginService {
         let reads = try settings.readAll()
         knownServices.withLock { $0 = Set(reads.keys) }
         var reread = Reread()
-        let keyringLocked = reads.keys.first.flatMap { try? controller(for: $0).keyring.isLocked() }
+        var keyringLocked: Bool?
+        // A keyring that does not answer within its deadline is not asked again about each
+        // signed-in service (each question would wait as long): their state is unknown, and a
+        // re-read under way, which stopping waits for, takes one deadline, not one per service.
+        var keyringAnswers = true
+        if let any = reads.keys.first {
+            do throws(AuthError) { keyringLocked = try controller(for: any).keyring.isLocked() } catch {
+                if case .temporaryFailure = error { keyringAnswers = false }
+            }
+        }
         for (service, first) in reads {
             let controller = controller(for: service)
             var read: SettingsRead? = first
-            var status = first.corruption == nil ? try? controller.status(of: first.record, keyringLocked: keyringLocked ?? false) : nil
+            let readable = first.corruption == nil && (keyringAnswers || first.record.user == nil)
+            var status = readable ? try? controller.status(of: first.record, keyringLocked: keyringLocked ?? false) : nil
             // The record names a user the status does not: the item was removed or the refresh
             // token expired. The event goes out now, and the record is read again.
             if endingSessions, first.record.user != nil, status?.isSignedIn == false,

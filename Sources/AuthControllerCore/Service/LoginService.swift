@@ -17,12 +17,9 @@ import Synchronization
 /// The GDBus side (objects, subscriptions, the name) lives on one ``MainLoopThread``; the
 /// work (keyring, settings, servers) runs in tasks whose blocking steps run off the
 /// cooperative pool, and the one loop in ``run(signals:)`` carries out, one trigger at a time,
-/// what ``ServePolicy`` decides: what to re-read, when to wake, and when to stop.
-///
-/// The parts: this file (the façade and the run loop), `ServePolicy.swift` (refreshes,
-/// wake-ups, idleness), `LoginService+Export.swift` (the objects and the methods),
-/// `LoginService+Reread.swift` (reading the state into the objects), `InFlight.swift` (the work
-/// stopping waits for).
+/// what ``ServePolicy`` decides: what to re-read, when to wake, and when to stop. `GetStatus`
+/// answers from the last re-read while nothing may have changed the service's state since, so
+/// a keyring that does not answer delays the re-read, not every caller.
 public final class LoginService: Sendable {
     /// The well-known name.
     public static let busName = "io.github.authctl"
