@@ -50,11 +50,12 @@ struct ServeBlockingTests {
             let status = try await scenario.call("GetStatus", scenario.service)
             #expect(status.status == 0, "\(status)\n\(serve.stderr)")
             #expect(GVariantText.dictionary(status.stdout)["user"] == "alice", "\(status)")
-            // A keyring call's deadline is 5 s: an answer sooner did not wait for the keyring.
-            #expect(status.seconds < 3, "\(status)")
+            // A keyring call's deadline is 5 s: an answer sooner did not wait for the keyring
+            // (the rest of the margin is for starting gdbus on a loaded machine).
+            #expect(status.seconds < 4, "\(status)")
             let ping = try await scenario.call("Ping", interface: "org.freedesktop.DBus.Peer")
             #expect(ping.status == 0, "\(ping)")
-            #expect(ping.seconds < 3, "\(ping)")
+            #expect(ping.seconds < 4, "\(ping)")
         }
     }
 
@@ -100,7 +101,8 @@ struct ServeBlockingTests {
 
         let status = try await scenario.call("GetStatus", scenario.service)
         #expect(status.status == 0, "\(status)\n\(serve.stderr)")
-        #expect(status.seconds < 3, "\(status)")
+        // The lock's wait is 5 s: an answer sooner waited neither for it nor for the sign-outs.
+        #expect(status.seconds < 4, "\(status)")
         for signOut in signOuts { _ = await signOut.wait(timeout: 30) }
     }
 }
