@@ -126,6 +126,17 @@ struct InFlightTests {
         #expect(calls.count == 1)
     }
 
+    @Test("a wait that includes reads ends when the last read ends")
+    func drainedIncludingReads() async {
+        let calls = InFlight()
+        let ticket = calls.begin(.read)
+        async let drained: Void = calls.drained(within: .seconds(600), includingReads: true)
+        calls.end(ticket)
+        let started = ContinuousClock.now
+        await drained
+        #expect(ContinuousClock.now - started < .seconds(60))
+    }
+
     @Test("reads are not waited for: stopping takes them, to answer them with an error")
     func readsAreTaken() async {
         let calls = InFlight()

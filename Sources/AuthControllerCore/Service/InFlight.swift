@@ -3,8 +3,8 @@ import Synchronization
 /// The work under way in `serve`: method calls being answered and background refreshes.
 ///
 /// Stopping waits for the work that changes something — a sign-out, a refresh whose rotated
-/// tokens must be stored before the process ends — and answers the reads still waiting (for a
-/// keyring that does not answer, say) with an error instead of waiting for them.
+/// tokens must be stored before the process ends — and gives the reads a moment: those still
+/// waiting after it (for a keyring that does not answer, say) are answered with an error.
 final class InFlight: Sendable {
     /// One piece of work, from ``begin(_:answering:)`` to ``end(_:)``.
     struct Ticket: Sendable {
@@ -24,12 +24,16 @@ final class InFlight: Sendable {
         var nextID: UInt64 = 0
         var changes = 0
         var reads: [UInt64: BusObjects.Invocation?] = [:]
-        var drainWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var drainWaiters: [UInt64: (continuation: CheckedContinuation<Void, Never>, includingReads: Bool)] = [:]
         /// Waits whose deadline came before they began to wait.
         var expiredWaits: Set<UInt64> = []
     }
 
     private let state = Mutex(State())
+
+    private static func isDrained(_ state: State, includingReads: Bool) -> Bool {
+        state.changes == 0 && (!includingReads || state.reads.isEmpty)
+    }
 
     /// How many pieces of work are under way.
     var count: Int { state.withLock { $0.changes + $0.reads.count } }
@@ -50,9 +54,9 @@ final class InFlight: Sendable {
     func end(_ ticket: Ticket) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             if ticket.mustFinish { state.changes -= 1 } else { state.reads[ticket.id] = nil }
-            guard state.changes == 0 else { return [] }
-            defer { state.drainWaiters = [:] }
-            return Array(state.drainWaiters.values)
+            let done = state.drainWaiters.filter { Self.isDrained(state, includingReads: $0.value.includingReads) }
+            for id in done.keys { state.drainWaiters[id] = nil }
+            return done.values.map(\.continuation)
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -66,8 +70,9 @@ final class InFlight: Sendable {
         }
     }
 
-    /// Returns once no change is under way, or after `limit`.
-    func drained(within limit: Duration) async {
+    /// Returns once no change is under way (and, `includingReads`, no read either), or after
+    /// `limit`.
+    func drained(within limit: Duration, includingReads: Bool = false) async {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -80,8 +85,8 @@ final class InFlight: Sendable {
         defer { deadline.cancel() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
-                guard state.changes > 0, state.expiredWaits.remove(id) == nil else { return true }
-                state.drainWaiters[id] = continuation
+                guard !Self.isDrained(state, includingReads: includingReads), state.expiredWaits.remove(id) == nil else { return true }
+                state.drainWaiters[id] = (continuation, includingReads)
                 return false
             }
             if done { continuation.resume() }
@@ -94,7 +99,7 @@ final class InFlight: Sendable {
                 state.expiredWaits.insert(id)
                 return nil
             }
-            return waiter
+            return waiter.continuation
         }?.resume()
     }
 }

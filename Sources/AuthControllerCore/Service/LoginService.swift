@@ -331,10 +331,13 @@ public final class LoginService: Sendable {
     /// How long stopping waits for the changes under way (a sign-out, a refresh storing its
     /// rotated tokens).
     static let drainLimit = Duration.seconds(30)
+    /// How long stopping lets the calls that only read finish before answering them with an
+    /// error: enough for an answer from a keyring that works, well within the 5 s a stop takes.
+    static let readGrace = Duration.seconds(1)
 
-    /// Releases the name first — from then on a call to it starts a new `serve` — then answers
-    /// the calls that only read and are still waiting (for a keyring that does not answer, say)
-    /// with an error, lets the changes under way finish (a background refresh storing its
+    /// Releases the name first — from then on a call to it starts a new `serve` — then gives the
+    /// calls that only read ``readGrace`` and answers those still waiting (for a keyring that
+    /// does not answer, say) with an error, lets the changes under way finish (a background refresh storing its
     /// tokens), and leaves the bus tidy.
     ///
     /// A name taken over (`replaced`) is not ours to release: GLib would ask the bus anyway and
@@ -352,6 +355,7 @@ public final class LoginService: Sendable {
         if owner != 0 && !replaced { _ = try? await offload { () throws(AuthError) in BusObjects.unownName(owner) } }
         // Calls routed here before the name was released are dispatched on the loop by now.
         await loop.performAndWait {}
+        await calls.drained(within: Self.readGrace, includingReads: true)
         for invocation in calls.takeReads() {
             invocation.returnError(name: AuthError.unavailable("").dbusErrorName,
                                    message: "authctl serve is stopping; call again (D-Bus activation starts it again)")
