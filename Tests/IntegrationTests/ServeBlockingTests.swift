@@ -106,3 +106,22 @@ struct ServeBlockingTests {
         for signOut in signOuts { _ = await signOut.wait(timeout: 30) }
     }
 }
+
+/// `GetStatus` answers from serve's last re-read only while nothing may have changed the state.
+@Suite("serve: GetStatus from the last re-read")
+struct ServeKnownStateTests {
+    @Test("the keyring locked after the re-read: GetStatus says so at once")
+    func keyringLockedAfterTheReread() async throws {
+        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let (serve, _) = try await scenario.startServe()
+        defer { serve.signal(SIGKILL) }
+        var status = try await scenario.call("GetStatus", scenario.service)
+        #expect(GVariantText.dictionary(status.stdout)["keyringLocked"] == "false", "\(status)")
+        try await scenario.lockKeyring()
+        status = try await scenario.call("GetStatus", scenario.service)
+        #expect(GVariantText.dictionary(status.stdout)["keyringLocked"] == "true", "\(status)\n\(serve.stderr)")
+    }
+}
