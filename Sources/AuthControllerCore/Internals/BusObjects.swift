@@ -83,7 +83,7 @@ enum BusObjects {
         /// The corresponding C function is `authctl_auth_controller1_complete_get_status`.
         func returnStatus(_ fields: [(String, GDBus.Value)]) {
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            authctl_auth_controller1_complete_get_status(skeleton, pointer, GDBus.dictionary(fields))
+            authctl_auth_controller1_complete_get_status(skeleton, pointer, GVariant.dictionary(fields))
         }
 
         /// The corresponding C function is `authctl_auth_controller1_complete_list_accounts`.

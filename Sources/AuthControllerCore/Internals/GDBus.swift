@@ -4,19 +4,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// A `GVariantType` for a type string. The string is static, so the pointer stays valid for
-/// as long as GLib keeps it (a Swift `String` would hand out a temporary one).
-func variantType(_ text: StaticString) -> OpaquePointer {
-    authctl_variant_type(UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self))
-}
-
-/// A floating tuple of `children` (themselves floating, sunk by the tuple).
-/// The corresponding C function is `g_variant_new_tuple`.
-func variantTuple(_ children: [OpaquePointer?]) -> OpaquePointer {
-    var children = children
-    return children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
-}
-
 /// Thin adapters over GIO's D-Bus API. Named after the C function without its `g_` prefix.
 enum GDBus {
     /// An owned `GDBusConnection`.
@@ -33,23 +20,6 @@ enum GDBus {
         case string(String)
         case uint64(UInt64)
         case boolean(Bool)
-    }
-
-    /// A floating `a{sv}` of `entries`, in their order.
-    /// The corresponding C functions are `g_variant_builder_add_value` and `g_variant_builder_end`.
-    static func dictionary(_ entries: [(String, Value)]) -> OpaquePointer {
-        let builder = g_variant_builder_new(variantType("a{sv}"))
-        defer { g_variant_builder_unref(builder) }
-        for (key, value) in entries {
-            let boxed: OpaquePointer
-            switch value {
-            case .string(let text): boxed = g_variant_new_string(text)
-            case .uint64(let number): boxed = g_variant_new_uint64(guint64(number))
-            case .boolean(let flag): boxed = g_variant_new_boolean(flag ? 1 : 0)
-            }
-            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(boxed)))
-        }
-        return g_variant_builder_end(builder)
     }
 
     /// The D-Bus timeout of every call (`G_MAXINT`: none). Each call's `Deadline` cancels it
@@ -72,7 +42,7 @@ enum GDBus {
     static func connectionEmitSignal(_ connection: Connection, path: String, interface: String, member: String,
                                      strings: [String], details: [(String, Value)]) throws(GLibError) {
         // The tuple is floating: emit_signal sinks and releases it.
-        let tuple = variantTuple(strings.map { g_variant_new_string($0) } + [dictionary(details)])
+        let tuple = variantTuple(strings.map { g_variant_new_string($0) } + [GVariant.dictionary(details)])
         _ = try withGError {
             g_dbus_connection_emit_signal(connection.pointer, nil, path, interface, member, tuple, $0)
         }
@@ -176,116 +146,6 @@ extension GDBus {
         let strings: [String]
         let details: [String: Value]
     }
-
-    /// Decodes `(s…sa{sv})` parameters: the strings, and the details that are strings, uint64s
-    /// or booleans (other arguments and values are left out).
-    static func decodeSignal(_ parameters: OpaquePointer) -> ReceivedSignal {
-        let signature = String(cString: g_variant_get_type_string(parameters))
-        var strings: [String] = []
-        var details: [String: Value] = [:]
-        for index in 0..<g_variant_n_children(parameters) {
-            guard let child = g_variant_get_child_value(parameters, index) else { continue }
-            defer { g_variant_unref(child) }
-            if g_variant_is_of_type(child, variantType("s")) != 0 {
-                strings.append(String(cString: g_variant_get_string(child, nil)))
-            } else if g_variant_is_of_type(child, variantType("a{sv}")) != 0 {
-                for entryIndex in 0..<g_variant_n_children(child) {
-                    guard let entry = g_variant_get_child_value(child, entryIndex) else { continue }
-                    defer { g_variant_unref(entry) }
-                    let key = g_variant_get_child_value(entry, 0)!
-                    let boxed = g_variant_get_child_value(entry, 1)!
-                    let value = g_variant_get_variant(boxed)!
-                    defer { g_variant_unref(key); g_variant_unref(boxed); g_variant_unref(value) }
-                    let name = String(cString: g_variant_get_string(key, nil))
-                    if g_variant_is_of_type(value, variantType("s")) != 0 {
-                        details[name] = .string(String(cString: g_variant_get_string(value, nil)))
-                    } else if g_variant_is_of_type(value, variantType("t")) != 0 {
-                        details[name] = .uint64(UInt64(g_variant_get_uint64(value)))
-                    } else if g_variant_is_of_type(value, variantType("b")) != 0 {
-                        details[name] = .boolean(g_variant_get_boolean(value) != 0)
-                    }
-                }
-            }
-        }
-        return ReceivedSignal(signature: signature, strings: strings, details: details)
-    }
-}
-
-/// A GLib main context iterated on a thread of its own: D-Bus signals, and `serve`'s objects,
-/// are dispatched there.
-/// Everything attached to its context runs on that thread.
-final class MainLoopThread: @unchecked Sendable {
-    // Sendable: `context` never changes and a GLib main context is thread-safe
-    // (`g_main_context_wakeup` may be called from any thread); `stopping` is atomic and
-    // `thread` is guarded by `threadLock`.
-    let context: OpaquePointer
-    private let stopping = Atomic<Bool>(false)
-    private let threadLock = Mutex<pthread_t?>(nil)
-
-    init() {
-        context = g_main_context_new()
-    }
-
-    /// Runs `body` with the loop's context as the thread-default one, so that what it sets
-    /// up (signal subscriptions) is dispatched on the loop's thread.
-    func withContext<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
-        g_main_context_push_thread_default(context)
-        defer { g_main_context_pop_thread_default(context) }
-        return try body()
-    }
-
-    /// Starts iterating the context on a new thread until ``stop()``. Not `g_main_loop_run`:
-    /// a `g_main_loop_quit` that comes before the thread reaches `g_main_loop_run` is lost, and
-    /// the loop would then run for ever. The flag is checked before every iteration instead.
-    /// The corresponding C function is `g_main_context_iteration`.
-    func start() {
-        let unmanaged = Unmanaged.passRetained(self)
-        var handle = pthread_t()
-        pthread_create(&handle, nil, { argument in
-            let this = Unmanaged<MainLoopThread>.fromOpaque(argument!).takeRetainedValue()
-            g_main_context_push_thread_default(this.context)
-            while !this.stopping.load(ordering: .acquiring) { g_main_context_iteration(this.context, 1) }
-            g_main_context_pop_thread_default(this.context)
-            return nil
-        }, unmanaged.toOpaque())
-        threadLock.withLock { $0 = handle }
-    }
-
-    /// Runs `body` on the loop's thread: at once when called there, else as soon as the loop
-    /// gets to it. The corresponding C function is `g_main_context_invoke_full`.
-    func perform(_ body: @escaping @Sendable () -> Void) {
-        final class Work: Sendable {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT,
-                                   { userData in Unmanaged<Work>.fromOpaque(userData!).takeUnretainedValue().body(); return 0 },
-                                   Unmanaged.passRetained(Work(body)).toOpaque(),
-                                   { userData in if let userData { Unmanaged<Work>.fromOpaque(userData).release() } })
-    }
-
-    /// Runs `body` on the loop's thread and returns its result. Only while the loop runs: after
-    /// ``stop()`` nobody would run `body`, and the caller would wait for ever.
-    func performAndWait<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        precondition(!stopping.load(ordering: .acquiring), "performAndWait after the loop stopped")
-        return await withCheckedContinuation { continuation in
-            perform { continuation.resume(returning: body()) }
-        }
-    }
-
-    /// Stops the loop and waits for its thread. The corresponding C function is `g_main_context_wakeup`.
-    func stop() {
-        stopping.store(true, ordering: .releasing)
-        g_main_context_wakeup(context)
-        // Stopping from the loop's own thread (a handler that ends the listener) must not join itself.
-        guard let thread = threadLock.withLock({ (thread: inout pthread_t?) -> pthread_t? in defer { thread = nil }; return thread }),
-              pthread_equal(thread, pthread_self()) == 0 else { return }
-        pthread_join(thread, nil)
-    }
-
-    deinit {
-        g_main_context_unref(context)
-    }
 }
 
 extension GDBus {
@@ -307,7 +167,7 @@ extension GDBus {
             connection.pointer, sender, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
             { _, _, _, _, _, parameters, userData in
                 guard let parameters, let userData else { return }
-                Unmanaged<SignalHandler>.fromOpaque(userData).takeUnretainedValue().receive(GDBus.decodeSignal(parameters))
+                Unmanaged<SignalHandler>.fromOpaque(userData).takeUnretainedValue().receive(GVariant.decodeSignal(parameters))
             },
             Unmanaged.passRetained(handler).toOpaque(),
             { userData in if let userData { Unmanaged<SignalHandler>.fromOpaque(userData).release() } })

@@ -21,25 +21,25 @@ enum SecretServiceCalls {
     /// `Service.SearchItems(a{ss}) → (ao unlocked, ao locked)`. Works while locked.
     static func searchItems(_ connection: GDBus.Connection, attributes: [(String, String)],
                             _ deadline: Deadline) throws(GLibError) -> (unlocked: [String], locked: [String]) {
-        let parameters = variantTuple([stringDictionary(attributes)])
+        let parameters = variantTuple([GVariant.stringDictionary(attributes)])
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "SearchItems",
                              parameters: parameters, replyType: "(aoao)", deadline)
         defer { g_variant_unref(reply) }
-        return (strings(in: reply, at: 0), strings(in: reply, at: 1))
+        return (GVariant.strings(in: reply, at: 0), GVariant.strings(in: reply, at: 1))
     }
 
     /// `Properties.Get(Collection, "Locked")` of the collection at `path`.
     static func collectionIsLocked(_ connection: GDBus.Connection, path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
         let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Collection", name: "Locked", deadline)
         defer { g_variant_unref(value) }
-        return g_variant_is_of_type(value, variantType("b")) != 0 && g_variant_get_boolean(value) != 0
+        return GVariant.boolean(value) ?? false
     }
 
     /// `Properties.Get(Item, "Label")` of the item at `path`.
     static func itemLabel(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> String {
         let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Item", name: "Label", deadline)
         defer { g_variant_unref(value) }
-        return g_variant_is_of_type(value, variantType("s")) != 0 ? String(cString: g_variant_get_string(value, nil)) : ""
+        return GVariant.string(value) ?? ""
     }
 
     /// `Service.ReadAlias(s) → o`: the collection behind `alias`, `nil` when it resolves to nothing.
@@ -47,7 +47,7 @@ enum SecretServiceCalls {
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "ReadAlias",
                              parameters: variantTuple([g_variant_new_string(alias)]), replyType: "(o)", deadline)
         defer { g_variant_unref(reply) }
-        let path = strings(inTuple: reply).first ?? "/"
+        let path = GVariant.strings(inTuple: reply).first ?? "/"
         return path == "/" ? nil : path
     }
 
@@ -74,13 +74,7 @@ enum SecretServiceCalls {
         let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "GetSecret",
                              parameters: variantTuple([g_variant_new_object_path(session)]), replyType: "((oayays))", deadline)
         defer { g_variant_unref(reply) }
-        let structure = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(structure) }
-        let value = g_variant_get_child_value(structure, 2)!
-        defer { g_variant_unref(value) }
-        var count: gsize = 0
-        guard let bytes = g_variant_get_fixed_array(value, &count, 1) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+        return GVariant.secretValue(in: reply)
     }
 
     /// `SearchItems` and `OpenSession` sent together (one round trip, not two), then the first
@@ -90,14 +84,12 @@ enum SecretServiceCalls {
                                     _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), secret: [UInt8]?) {
         let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
         let replies = try pipelined(connection, [
-            (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([stringDictionary(attributes)]), "(aoao)"),
+            (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
             (servicePath, "org.freedesktop.Secret.Service", "OpenSession", openParameters, "(vo)"),
         ], deadline)
         defer { for reply in replies { g_variant_unref(reply) } }
-        let found = (strings(in: replies[0], at: 0), strings(in: replies[0], at: 1))
-        let sessionValue = g_variant_get_child_value(replies[1], 1)!
-        let session = String(cString: g_variant_get_string(sessionValue, nil))
-        g_variant_unref(sessionValue)
+        let found = (GVariant.strings(in: replies[0], at: 0), GVariant.strings(in: replies[0], at: 1))
+        let session = GVariant.string(in: replies[1], at: 1)
         defer {
             g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
                                    G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
@@ -177,8 +169,8 @@ enum SecretServiceCalls {
             g_variant_builder_add_value(properties, g_variant_new_dict_entry(
                 g_variant_new_string("org.freedesktop.Secret.Item.Label"), g_variant_new_variant(g_variant_new_string(label))))
             g_variant_builder_add_value(properties, g_variant_new_dict_entry(
-                g_variant_new_string("org.freedesktop.Secret.Item.Attributes"), g_variant_new_variant(stringDictionary(withSchema))))
-            let parameters = variantTuple([g_variant_builder_end(properties), secretStruct(session, secret, contentType),
+                g_variant_new_string("org.freedesktop.Secret.Item.Attributes"), g_variant_new_variant(GVariant.stringDictionary(withSchema))))
+            let parameters = variantTuple([g_variant_builder_end(properties), GVariant.secretStruct(session, secret, contentType),
                                            g_variant_new_boolean(1)])
             let reply = try call(connection, path: collection, interface: "org.freedesktop.Secret.Collection", method: "CreateItem",
                                  parameters: parameters, replyType: "(oo)", deadline)
@@ -191,7 +183,7 @@ enum SecretServiceCalls {
                           _ deadline: Deadline) throws(GLibError) {
         try withPlainSession(connection, deadline) { (session) throws(GLibError) in
             let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "SetSecret",
-                                 parameters: variantTuple([secretStruct(session, secret, contentType)]), replyType: "()", deadline)
+                                 parameters: variantTuple([GVariant.secretStruct(session, secret, contentType)]), replyType: "()", deadline)
             g_variant_unref(reply)
         }
     }
@@ -201,7 +193,7 @@ enum SecretServiceCalls {
     static func deleteItem(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) {
         let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "Delete",
                              parameters: nil, replyType: "(o)", deadline)
-        let prompt = strings(inTuple: reply).first ?? "/"
+        let prompt = GVariant.strings(inTuple: reply).first ?? "/"
         g_variant_unref(reply)
         if prompt != "/" { _ = try runPrompt(connection, prompt, deadline) }
     }
@@ -211,14 +203,12 @@ enum SecretServiceCalls {
     /// the object is unlocked afterwards (`false`: the prompt was dismissed). When the deadline
     /// passes the prompt is dismissed (`Prompt.Dismiss`) and the cancellation is thrown.
     static func unlock(_ connection: GDBus.Connection, object path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
-        let array = objectPathArray([path])
+        let array = GVariant.objectPathArray([path])
         let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "Unlock",
                              parameters: variantTuple([array]), replyType: "(aoo)", deadline)
         defer { g_variant_unref(reply) }
-        if !strings(in: reply, at: 0).isEmpty { return true }
-        let promptValue = g_variant_get_child_value(reply, 1)!
-        let prompt = String(cString: g_variant_get_string(promptValue, nil))
-        g_variant_unref(promptValue)
+        if !GVariant.strings(in: reply, at: 0).isEmpty { return true }
+        let prompt = GVariant.string(in: reply, at: 1)
         if prompt == "/" { return false }
         return try runPrompt(connection, prompt, deadline)
     }
@@ -286,11 +276,11 @@ enum SecretServiceCalls {
             defer { g_variant_unref(boxed) }
             let value = g_variant_get_variant(boxed)!
             defer { g_variant_unref(value) }
-            return dictionary(value)
+            return GVariant.stringDictionary(reading: value)
         }
     }
 
-    // MARK: - Marshalling
+    // MARK: - Sessions and calls
 
     /// Opens a `plain` session for `body` and closes it afterwards without waiting for the
     /// reply. Plain: the socket is local and only this user's processes reach the session bus,
@@ -300,57 +290,13 @@ enum SecretServiceCalls {
         let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
         let opened = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "OpenSession",
                               parameters: openParameters, replyType: "(vo)", deadline)
-        let sessionValue = g_variant_get_child_value(opened, 1)!
-        let session = String(cString: g_variant_get_string(sessionValue, nil))
-        g_variant_unref(sessionValue)
+        let session = GVariant.string(in: opened, at: 1)
         g_variant_unref(opened)
         defer {
             g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
                                    G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
         }
         return try body(session)
-    }
-
-    /// `(oayays)`: session, empty parameters (plain), value, content type.
-    private static func secretStruct(_ session: String, _ secret: [UInt8], _ contentType: String) -> OpaquePointer {
-        let value = secret.withUnsafeBytes { bytes in
-            g_variant_new_fixed_array(variantType("y"), bytes.baseAddress, gsize(bytes.count), 1)!
-        }
-        let empty = g_variant_new_fixed_array(variantType("y"), nil, 0, 1)!
-        return variantTuple([g_variant_new_object_path(session), empty, value, g_variant_new_string(contentType)])
-    }
-
-    /// A floating `a{ss}`.
-    private static func stringDictionary(_ pairs: [(String, String)]) -> OpaquePointer {
-        let builder = g_variant_builder_new(variantType("a{ss}"))
-        defer { g_variant_builder_unref(builder) }
-        for (key, value) in pairs {
-            g_variant_builder_add_value(builder, g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_string(value)))
-        }
-        return g_variant_builder_end(builder)
-    }
-
-    /// A floating `ao`.
-    private static func objectPathArray(_ paths: [String]) -> OpaquePointer {
-        let builder = g_variant_builder_new(variantType("ao"))
-        defer { g_variant_builder_unref(builder) }
-        for path in paths { g_variant_builder_add_value(builder, g_variant_new_object_path(path)) }
-        return g_variant_builder_end(builder)
-    }
-
-    /// An `a{ss}` as a dictionary (empty for any other type).
-    private static func dictionary(_ value: OpaquePointer) -> [String: String] {
-        var attributes: [String: String] = [:]
-        guard g_variant_is_of_type(value, variantType("a{ss}")) != 0 else { return attributes }
-        for index in 0..<g_variant_n_children(value) {
-            let entry = g_variant_get_child_value(value, index)!
-            let key = g_variant_get_child_value(entry, 0)!, text = g_variant_get_child_value(entry, 1)!
-            attributes[String(cString: g_variant_get_string(key, nil))] = String(cString: g_variant_get_string(text, nil))
-            g_variant_unref(key)
-            g_variant_unref(text)
-            g_variant_unref(entry)
-        }
-        return attributes
     }
 
     private static func property(_ connection: GDBus.Connection, path: String, interface: String, name: String,
@@ -373,26 +319,5 @@ enum SecretServiceCalls {
                                         deadline.cancellable, $0)
         }
         return reply!
-    }
-
-    /// The strings (or object paths) of the array at `index` of `tuple`.
-    private static func strings(in tuple: OpaquePointer, at index: Int) -> [String] {
-        let array = g_variant_get_child_value(tuple, gsize(index))!
-        defer { g_variant_unref(array) }
-        return (0..<g_variant_n_children(array)).map { element in
-            let child = g_variant_get_child_value(array, element)!
-            defer { g_variant_unref(child) }
-            return String(cString: g_variant_get_string(child, nil))
-        }
-    }
-
-    /// The string-typed members of `tuple`, in order.
-    private static func strings(inTuple tuple: OpaquePointer) -> [String] {
-        (0..<g_variant_n_children(tuple)).compactMap { index in
-            let child = g_variant_get_child_value(tuple, index)!
-            defer { g_variant_unref(child) }
-            guard g_variant_is_of_type(child, variantType("s")) != 0 || g_variant_is_of_type(child, variantType("o")) != 0 else { return nil }
-            return String(cString: g_variant_get_string(child, nil))
-        }
     }
 }

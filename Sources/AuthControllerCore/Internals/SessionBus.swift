@@ -29,7 +29,7 @@ final class SessionBus: Sendable {
     }
 
     /// At most this long to connect and authenticate, whatever the calls' deadline: a bus that
-    /// does not answer its handshake is not there, and a command must end within 5 s (SPEC §7.1).
+    /// does not answer its handshake is not there, and a command must end within 5 s.
     static let connectTimeout = 4.5
 
     /// The open connection, connecting (again) when there is none or it was closed.

@@ -5,6 +5,9 @@
 /// Every call runs with its own deadline; a call that may show the unlock prompt gets
 /// ``promptTimeout``, any other ``callTimeout``. When a deadline passes the call is cancelled,
 /// which also dismisses a prompt. Reads that need no secret never prompt.
+///
+/// Each call blocks its thread until the reply comes or its deadline passes: async code makes
+/// it from a thread of its own (as `authctl serve` does), not on the cooperative pool.
 public struct SecretServiceStore: SecretStore {
     /// Whether the unlock prompt may be shown (false with `--no-prompt` or without a display).
     public let promptAllowed: Bool

@@ -96,6 +96,9 @@ public struct KeyFileSettingsStore: SettingsStore {
         return replacedCopy
     }
 
+    /// Waits for the lock up to ``lockTimeout`` by blocking the calling thread (a lock held by
+    /// another process can only be polled): async code reaches it through a blocking context
+    /// of its own (`offload`), never on the cooperative pool.
     public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
         let descriptor = try openLock(lockPath)
         // Closing the descriptor releases the lock.
