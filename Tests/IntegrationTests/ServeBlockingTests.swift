@@ -19,7 +19,7 @@ struct ServeBlockingTests {
         let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let (serve, _) = try await scenario.startServe()
-        let shown = await until(timeout: 20) { ((try? await scenario.sessionProperties(scenario.service)) ?? [:])["User"] == "alice" }
+        let shown = await eventually(within: .seconds(20)) { ((try? await scenario.sessionProperties(scenario.service)) ?? [:])["User"] == "alice" }
         #expect(shown, "serve's object does not show alice: \(serve.stderr)")
         return (sandbox, scenario, serve)
     }
