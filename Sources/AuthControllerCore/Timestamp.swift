@@ -1,5 +1,27 @@
-/// RFC 3339 timestamps in UTC, without Foundation's date formatters.
+public import FoundationEssentials
+
+/// RFC 3339 timestamps in UTC, without Foundation's date formatters, and the conversions between
+/// the microseconds since the Unix epoch that the settings file, the D-Bus API and the clock
+/// speak and the `Date`s of the Swift API.
 public enum Timestamp {
+    /// The `Date` `microseconds` after the Unix epoch (exact to the microsecond).
+    public static func date(microseconds: UInt64) -> Date {
+        Date(timeIntervalSince1970: Double(microseconds) / 1_000_000)
+    }
+
+    /// Microseconds since the Unix epoch of `date`, rounded to the nearest; 0 for a date before
+    /// 1970. The inverse of ``date(microseconds:)``, as the D-Bus API carries times.
+    public static func microseconds(_ date: Date) -> UInt64 {
+        let microseconds = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        guard microseconds > 0 else { return 0 }
+        return microseconds < Double(UInt64.max) ? UInt64(microseconds) : .max
+    }
+
+    /// `2026-11-22T01:48:31Z` for `date`, in whole seconds (the fraction is dropped).
+    public static func rfc3339(_ date: Date) -> String {
+        rfc3339(microseconds: microseconds(date))
+    }
+
     /// `2026-11-22T01:48:31Z` for a time in microseconds since the Unix epoch.
     public static func rfc3339(microseconds: UInt64) -> String {
         let seconds = Int64(microseconds / 1_000_000)

@@ -36,15 +36,15 @@ public struct Keyring: Sendable {
     /// Stores `value` as the item of `account`, replacing the one there in place (never two
     /// items for one account). `label` is what a keyring manager such as Seahorse shows; by
     /// default "SERVICE: ACCOUNT". May show the unlock prompt. The corresponding Secret Service
-    /// call is `Service.CreateItem` with `replace` set.
+    /// call is `Collection.CreateItem` with `replace` set.
     public func set<Value: Encodable>(_ value: Value, for account: AccountID, label: String? = nil) throws(AuthError) {
         try store.store(value, service: service, account: account, server: server, label: label ?? "\(service): \(account)")
     }
 
     /// The item of `account` decoded as `Value`, or `nil` when there is none. A secret that does
     /// not decode (another program's, or damaged) is ``AuthError/invalidInput(_:)`` naming the
-    /// item. May show the unlock prompt. The corresponding Secret Service call is
-    /// `Service.GetSecrets`.
+    /// item. May show the unlock prompt. The corresponding Secret Service calls are
+    /// `Service.SearchItems` and `Item.GetSecret`.
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, for account: AccountID) throws(AuthError) -> Value? {
         try store.value(type, service: service, account: account, server: server)
     }

@@ -417,9 +417,9 @@ public final class LoginService: Sendable {
         BusObjects.SessionProperties(
             service: status.service.rawValue, signedIn: status.isSignedIn, user: status.user?.rawValue ?? "",
             name: status.name ?? "",
-            signedInAt: status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) ?? 0, sequence: status.sequence,
-            server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt ?? 0,
-            refreshTokenExpiresAt: status.refreshTokenExpiresAt ?? 0)
+            signedInAt: status.signedInAt.map(Timestamp.microseconds(_:)) ?? 0, sequence: status.sequence,
+            server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt.map(Timestamp.microseconds(_:)) ?? 0,
+            refreshTokenExpiresAt: status.refreshTokenExpiresAt.map(Timestamp.microseconds(_:)) ?? 0)
     }
 
     /// A signed-in bound service's access token is refreshed at about 80% of its lifetime (a
@@ -512,7 +512,7 @@ public final class LoginService: Sendable {
             getToken: { invocation, service, minValid in
                 self.answer(invocation, service, changing: true, calls: calls, trigger: trigger) { controller throws(AuthError) in
                     let token = try await controller.accessToken(minValid: UInt64(minValid))
-                    invocation.returnToken(token.token, expiresAt: token.expiresAt ?? 0)
+                    invocation.returnToken(token.token, expiresAt: token.expiresAt.map(Timestamp.microseconds(_:)) ?? 0)
                 }
             },
             signOut: { invocation, service in
@@ -594,15 +594,15 @@ public final class LoginService: Sendable {
             fields.append(("user", .string(user.rawValue)))
             fields.append(("name", .string(status.name ?? "")))
         }
-        if let signedInAt = status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) {
+        if let signedInAt = status.signedInAt.map(Timestamp.microseconds(_:)) {
             fields.append(("signedInAt", .uint64(signedInAt)))
         }
         fields.append(("sequence", .uint64(status.sequence)))
         fields.append(("keyringLocked", .boolean(status.keyringLocked)))
         if let avatar = status.avatarURL { fields.append(("avatarURL", .string(avatar))) }
         if let server = status.server { fields.append(("server", .string(server.rawValue))) }
-        if let expiry = status.accessTokenExpiresAt { fields.append(("accessTokenExpiresAt", .uint64(expiry))) }
-        if let expiry = status.refreshTokenExpiresAt { fields.append(("refreshTokenExpiresAt", .uint64(expiry))) }
+        if let expiry = status.accessTokenExpiresAt { fields.append(("accessTokenExpiresAt", .uint64(Timestamp.microseconds(expiry)))) }
+        if let expiry = status.refreshTokenExpiresAt { fields.append(("refreshTokenExpiresAt", .uint64(Timestamp.microseconds(expiry)))) }
         return fields
     }
 

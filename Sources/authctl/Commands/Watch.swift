@@ -71,7 +71,7 @@ struct Watch: AsyncParsableCommand {
 private struct WatchLoop: Sendable {
     enum Ending: Sendable {
         case counted, timedOut, signalled, listenerEnded
-        /// Nobody reads stdout any more: a quiet end with 0 (SPEC §7.9).
+        /// Nobody reads stdout any more: a quiet end with 0, as a pipe reader that stops expects.
         case readerGone
         case writeFailed(Output.WriteFailure)
         case failed(AuthError)
@@ -156,7 +156,7 @@ private struct WatchLoop: Sendable {
         for await event in listener.events {
             if let ending = await handle(event) { return .handled(seen, ending) }
         }
-        // The stream ended without a stop: the bus went away (SPEC §7.9, exit 69).
+        // The stream ended without a stop: the bus went away (exit 69).
         return .handled(seen, listener.failure.map(Ending.failed) ?? .listenerEnded)
     }
 }
