@@ -154,7 +154,7 @@ struct ControllerTests {
     func sequenceAtItsLimit(_ sequence: UInt64) async throws {
         let fixture = Fixture()
         try await fixture.signIn("a")
-        try fixture.settings.save(SessionRecord(user: fixture.account("a"), name: "", signedInAt: "2026-11-18T11:06:40Z",
+        _ = try fixture.settings.save(SessionRecord(user: fixture.account("a"), name: "", signedInAt: "2026-11-18T11:06:40Z",
                                                 sequence: sequence), service: fixture.service)
         // A switch is two events: from max − 2 the second would be numbered max.
         let overflows = sequence == UInt64.max - 2
