@@ -102,7 +102,8 @@ extension AuthController {
         guard !overflow, number < .max else {
             throw .settingsUnsafe("the event sequence of \(service) in the settings file is at its limit (\(sequence)); remove its `sequence` line to start again at 0")
         }
-        return LoginEvent(service: service, status: status, user: user, reason: reason, name: name, timestamp: time,
+        return LoginEvent(service: service, status: status, user: user, reason: reason, name: name,
+                          timestamp: Timestamp.date(microseconds: time),
                           sequence: number, previousUser: previousUser)
     }
 

@@ -29,7 +29,8 @@ extension AuthController {
     public func initialEvent() throws(AuthError) -> LoginEvent {
         let status = try status()
         return LoginEvent(service: service, status: status.isSignedIn ? .signedIn : .signedOut, user: status.user,
-                          reason: .initial, name: status.name ?? "", timestamp: clock(), sequence: status.sequence)
+                          reason: .initial, name: status.name ?? "", timestamp: Timestamp.date(microseconds: clock()),
+                          sequence: status.sequence)
     }
 
     /// Throws when the settings file is unsafe, unreadable or corrupt (78, 74): settings

@@ -29,7 +29,7 @@ struct EventTests {
             "signed-in carol sign-in  #5 ",
             "signed-out carol forget  #6 ",
         ])
-        #expect(events.allSatisfy { $0.service == scenario.serviceName && (before...after).contains($0.timestamp) })
+        #expect(events.allSatisfy { $0.service == scenario.serviceName && (before...after).contains(Timestamp.microseconds($0.timestamp)) })
     }
 
     @Test("the signal is a broadcast (sssa{sv}) with typed details, as dbus-monitor decodes it")

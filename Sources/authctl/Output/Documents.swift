@@ -128,7 +128,7 @@ struct EventDocument: Encodable {
         user = event.user?.rawValue
         reason = event.reason.rawValue
         name = event.name
-        timestamp = Timestamp.rfc3339(microseconds: event.timestamp)
+        timestamp = Timestamp.rfc3339(event.timestamp)
         sequence = event.sequence
     }
 }
