@@ -30,7 +30,7 @@ extension AuthController {
     @discardableResult
     public func signIn(account: AccountID, name: String, register: Bool = false, binding: ServerBinding? = nil,
                        password: (PasswordRequest) async throws(AuthError) -> Password) async throws(AuthError) -> ChangeOutcome {
-        try await signIn(account: account, name: name, register: register, newBinding: binding, password: password)
+        try await signIn(account: account, name: name, register: register, newBinding: binding, asking: true, password: password)
     }
 
     /// Signs `account` in, with display name `name`.
@@ -51,16 +51,22 @@ extension AuthController {
     @discardableResult
     public func signIn(account: AccountID, name: String, password: Password, register: Bool = false,
                        binding: ServerBinding? = nil) async throws(AuthError) -> ChangeOutcome {
-        try await signIn(account: account, name: name, register: register, newBinding: binding) { _ throws(AuthError) in password }
+        try await signIn(account: account, name: name, register: register, newBinding: binding, asking: false) { _ throws(AuthError) in
+            password
+        }
     }
 
-    private func signIn(account: AccountID, name: String, register: Bool, newBinding: ServerBinding?,
+    /// The sign-in itself; only when `asking` does it find out whether a local password is new
+    /// (one keyring search), since a password given up front needs no request.
+    private func signIn(account: AccountID, name: String, register: Bool, newBinding: ServerBinding?, asking: Bool,
                         password provider: (PasswordRequest) async throws(AuthError) -> Password) async throws(AuthError) -> ChangeOutcome {
         // Settings problems (78, 74) are reported before anything else.
         let record = try await offload { () throws(AuthError) in try self.settings.read(service: self.service).record }
         guard let binding = newBinding ?? record.binding else {
             if register { throw .usage("--register needs a service bound to a token server of protocol json (`authctl server set URL --protocol json`)") }
-            let isNew = try await offload { () throws(AuthError) in try !self.keyring.containsItem(service: self.service, account: account) }
+            let isNew = asking
+                ? try await offload { () throws(AuthError) in try !self.keyring.containsItem(service: self.service, account: account) }
+                : false
             let password = try await provider(PasswordRequest(account: account, isNew: isNew))
             return try await offload { () throws(AuthError) in try self.signInLocally(account: account, name: name, password: password) }
         }

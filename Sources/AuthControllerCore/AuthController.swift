@@ -101,11 +101,13 @@ public final class AuthController: Sendable {
     }
 
     /// Whether someone is signed in (the settings name a user whose keyring item exists, and a
-    /// bound session has not expired). Blocks on the keyring briefly; never prompts; `false`
-    /// when that cannot be found out. The D-Bus property `SignedIn` of `serve` tells the same.
+    /// bound session has not expired): ``status()``'s ``LoginStatus/isSignedIn``, `false` when
+    /// that cannot be found out. Blocks on the keyring briefly; never prompts. The D-Bus
+    /// property `SignedIn` of `serve` tells the same.
     public var isSignedIn: Bool { (try? status().isSignedIn) ?? false }
 
-    /// The signed-in user, or `nil`. Blocks on the keyring briefly; never prompts.
+    /// The signed-in user, or `nil` (also when that cannot be found out): ``status()``'s account
+    /// id and display name. Blocks on the keyring briefly; never prompts.
     public var currentUser: User? {
         guard let status = try? status(), let user = status.user else { return nil }
         return User(name: status.name ?? "", email: user.rawValue)
