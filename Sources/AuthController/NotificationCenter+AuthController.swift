@@ -30,12 +30,12 @@ extension AuthController {
     ///
     /// - Parameters:
     ///   - tokenTransport: how to reach token servers; `nil` for a controller of local accounts only.
-    ///   - serverTimeout: seconds each request to a token server may take.
+    ///   - serverTimeout: how long each request to a token server may take.
     ///   - clock: microseconds since the Unix epoch.
     public convenience init(service: ServiceName = .standard, keyring: any SecretStore, settings: any SettingsStore,
                             hasher: any PasswordHasher = Argon2idHasher(), broadcaster: any EventBroadcaster,
                             notificationCenter: NotificationCenter = .default, tokenTransport: (any HTTPTransport)? = nil,
-                            serverTimeout: Double = 10, clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
+                            serverTimeout: Duration = .seconds(10), clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
         self.init(service: service, keyring: keyring, settings: settings, hasher: hasher, broadcaster: broadcaster,
                   observers: [NotificationCenterObserver(center: notificationCenter)], tokenTransport: tokenTransport,
                   serverTimeout: serverTimeout, clock: clock)

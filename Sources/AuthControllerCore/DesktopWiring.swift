@@ -53,7 +53,7 @@ extension AuthController {
             broadcaster: DBusBroadcaster(busAddress: busAddress),
             observers: observers,
             tokenTransport: SoupTransport(),
-            serverTimeout: serverTimeout.seconds)
+            serverTimeout: serverTimeout)
     }
 }
 

@@ -1,6 +1,7 @@
 /// The name of the service whose accounts a command acts on: 1–255 bytes of ASCII letters,
 /// digits, `.`, `-` and `_`. It is the keyring's `service` attribute and the settings group.
 public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The name as written.
     public let rawValue: String
 
     /// `io.github.authctl`.
@@ -45,6 +46,7 @@ public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringCon
         }
     }
 
+    /// The name as written.
     public var description: String { rawValue }
 }
 
@@ -52,8 +54,10 @@ public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringCon
 /// leading or trailing white space. Compared exactly: byte for byte, case-sensitively, without
 /// Unicode normalisation.
 public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The id as given, byte for byte.
     public let rawValue: String
 
+    /// Validates `rawValue`; `nil` when it breaks the rule.
     public init?(rawValue: String) {
         guard (try? Self.validate(rawValue)) != nil else { return nil }
         self.rawValue = rawValue
@@ -78,22 +82,25 @@ public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, Custo
         }
     }
 
-    /// Byte for byte (SPEC §7.3). Swift's `String ==` is Unicode canonical equivalence, under
+    /// Byte for byte. Swift's `String ==` is Unicode canonical equivalence, under
     /// which NFC `é` and NFD `e` + U+0301 are one account while the keyring holds two items.
     public static func == (lhs: AccountID, rhs: AccountID) -> Bool {
         lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
     }
 
+    /// Hashes the bytes, as ``==`` compares them.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(rawValue.utf8.count)
         for byte in rawValue.utf8 { hasher.combine(byte) }
     }
 
+    /// Byte order, as `accounts` lists them.
     public static func < (lhs: AccountID, rhs: AccountID) -> Bool {
         // Byte order, like `sort` with LC_ALL=C: stable across locales.
         lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 
+    /// The id as given.
     public var description: String { rawValue }
 }
 
@@ -123,6 +130,7 @@ public struct User: Equatable, Sendable {
     /// The account id.
     public var email: String
 
+    /// A user of the original API; nothing is checked until it signs in.
     public init(name: String, email: String) {
         self.name = name
         self.email = email

@@ -1,3 +1,5 @@
+public import FoundationEssentials
+
 /// The fields of a status document, in order: what `status --json` prints and what `serve`'s
 /// `GetStatus` answers. Each front end renders the values its own way (times as RFC 3339 text
 /// in JSON and as µs on D-Bus; absent values as `null` in JSON and left out on D-Bus), so the
@@ -11,9 +13,8 @@ public struct StatusField: Sendable, Equatable {
         case flag(Bool)
         /// A count.
         case number(UInt64)
-        /// A moment: as RFC 3339 text, and in µs since the epoch (`nil` when the text is not
-        /// one authctl can read).
-        case time(rfc3339: String, microseconds: UInt64?)
+        /// A moment: as RFC 3339 text, and in µs since the epoch.
+        case time(rfc3339: String, microseconds: UInt64)
         /// Unknown, or not applicable (nobody signed in).
         case absent
     }
@@ -35,24 +36,21 @@ extension LoginStatus {
     /// rather than unknown while someone is signed in, and absent when nobody is.
     public var documentFields: [StatusField] {
         func text(_ value: String?) -> StatusField.Value { value.map { .text($0) } ?? .absent }
-        func time(rfc3339 value: String?) -> StatusField.Value {
-            value.map { .time(rfc3339: $0, microseconds: Timestamp.microseconds(rfc3339: $0)) } ?? .absent
-        }
-        func time(microseconds value: UInt64?) -> StatusField.Value {
-            value.map { .time(rfc3339: Timestamp.rfc3339(microseconds: $0), microseconds: $0) } ?? .absent
+        func time(_ value: Date?) -> StatusField.Value {
+            value.map { .time(rfc3339: Timestamp.rfc3339($0), microseconds: Timestamp.microseconds($0)) } ?? .absent
         }
         return [
             StatusField("service", .text(service.rawValue)),
             StatusField("signedIn", .flag(isSignedIn)),
             StatusField("user", text(user?.rawValue)),
             StatusField("name", text(isSignedIn ? name ?? "" : nil)),
-            StatusField("signedInAt", time(rfc3339: signedInAt)),
+            StatusField("signedInAt", time(signedInAt)),
             StatusField("sequence", .number(sequence)),
             StatusField("keyringLocked", .flag(keyringLocked)),
             StatusField("avatarURL", text(avatarURL)),
             StatusField("server", text(server?.rawValue)),
-            StatusField("accessTokenExpiresAt", time(microseconds: accessTokenExpiresAt)),
-            StatusField("refreshTokenExpiresAt", time(microseconds: refreshTokenExpiresAt)),
+            StatusField("accessTokenExpiresAt", time(accessTokenExpiresAt)),
+            StatusField("refreshTokenExpiresAt", time(refreshTokenExpiresAt)),
         ]
     }
 }

@@ -17,9 +17,9 @@ struct LoginServiceTests {
         _ = try await fixture.signIn()
         let status = try fixture.controller.status()
         let schedule = Schedule(status, try fixture.controller.intactRecord())
-        let accessExpiry = try #require(status.accessTokenExpiresAt)
+        let accessExpiry = Timestamp.microseconds(try #require(status.accessTokenExpiresAt))
         #expect(schedule.refreshAt == accessExpiry - 60_000_000)  // 20% of 300 s before the expiry
-        #expect(schedule.endsAt == status.refreshTokenExpiresAt && schedule.minValid == 300)
+        #expect(schedule.endsAt == status.refreshTokenExpiresAt.map(Timestamp.microseconds(_:)) && schedule.minValid == 300)
         #expect(schedule.next == schedule.refreshAt)
         // At that moment `token` with that threshold refreshes: the token is due.
         fixture.clock.advance(seconds: 241)

@@ -30,7 +30,7 @@ struct EventTests {
             "signed-out carol forget  #6 ",
         ])
         #expect(events.allSatisfy { $0.service == scenario.serviceName })
-        #expect(events.allSatisfy { (before...after).contains($0.timestamp) })
+        #expect(events.allSatisfy { (before...after).contains(Timestamp.microseconds($0.timestamp)) })
     }
 
     @Test("the signal is a broadcast (sssa{sv}) with typed details, as dbus-monitor decodes it")

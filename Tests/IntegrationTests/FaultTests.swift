@@ -218,8 +218,8 @@ struct FaultTests {
         let settings = InMemorySettingsStore()
         settings.failSaves(with: .settingsIO("injected failure"))
         let controller = scenario.controller(settings: settings)
-        #expect(throws: AuthError.settingsIO("injected failure")) {
-            try controller.signIn(account: AccountID(rawValue: "rolled-back")!, name: "", password: password("pw"))
+        await #expect(throws: AuthError.settingsIO("injected failure")) {
+            try await controller.signIn(account: AccountID(rawValue: "rolled-back")!, name: "", password: password("pw"))
         }
         let stored = try await scenario.secretTool("lookup", "service", scenario.service, "account", "rolled-back")
         #expect(stored.status != 0)

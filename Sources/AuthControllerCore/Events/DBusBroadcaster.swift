@@ -49,7 +49,7 @@ public struct DBusBroadcaster: EventBroadcaster {
         var details: [(String, GDBus.Value)] = [
             ("reason", .string(event.reason.rawValue)),
             ("name", .string(event.name)),
-            ("timestamp", .uint64(event.timestamp)),
+            ("timestamp", .uint64(Timestamp.microseconds(event.timestamp))),
             ("sequence", .uint64(event.sequence)),
         ]
         if let previous = event.previousUser { details.append(("previous-user", .string(previous.rawValue))) }

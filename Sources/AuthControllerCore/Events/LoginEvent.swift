@@ -1,3 +1,5 @@
+public import FoundationEssentials
+
 /// One change of login status for one service.
 public struct LoginEvent: Equatable, Sendable {
     /// `signed-in` or `signed-out`, as carried by the D-Bus signal.
@@ -27,15 +29,16 @@ public struct LoginEvent: Equatable, Sendable {
     public var reason: Reason
     /// The display name (may be empty).
     public var name: String
-    /// Microseconds since the Unix epoch.
-    public var timestamp: UInt64
+    /// When the change happened (the D-Bus signal carries it as microseconds since the Unix
+    /// epoch).
+    public var timestamp: Date
     /// The settings `sequence` value of this event.
     public var sequence: UInt64
     /// The account signed out by a switch, on the `signed-in` event of that switch.
     public var previousUser: AccountID?
 
     public init(service: ServiceName, status: Status, user: AccountID?, reason: Reason, name: String,
-                timestamp: UInt64, sequence: UInt64, previousUser: AccountID? = nil) {
+                timestamp: Date, sequence: UInt64, previousUser: AccountID? = nil) {
         self.service = service
         self.status = status
         self.user = user

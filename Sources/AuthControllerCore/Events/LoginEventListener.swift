@@ -92,6 +92,6 @@ public final class LoginEventListener: Sendable {
         var previous: AccountID?
         if case .string(let text)? = signal.details["previous-user"] { previous = AccountID(rawValue: text) }
         return LoginEvent(service: service, status: status, user: user, reason: reason, name: name,
-                          timestamp: timestamp, sequence: sequence, previousUser: previous)
+                          timestamp: Timestamp.date(microseconds: timestamp), sequence: sequence, previousUser: previous)
     }
 }

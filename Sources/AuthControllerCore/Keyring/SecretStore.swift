@@ -1,14 +1,17 @@
 import FoundationEssentials
 
 /// Where an item lives in the keyring: a service's account, and for the tokens of a service
-/// bound to a token server (SPEC §10.4), that server too. Two keys that differ in any part are
+/// bound to a token server, that server too. Two keys that differ in any part are
 /// two items: accounts of one service or one server never collide.
 public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
+    /// The item's `service` attribute.
     public var service: ServiceName
+    /// The item's `account` attribute.
     public var account: AccountID
     /// The token server the item belongs to; `nil` for a password hash.
     public var server: ServerURL?
 
+    /// The key of `account`'s item under `service` (at `server`, for tokens).
     public init(service: ServiceName, account: AccountID, server: ServerURL? = nil) {
         self.service = service
         self.account = account
@@ -26,13 +29,14 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
         return attributes
     }
 
+    /// "ACCOUNT (SERVICE)", or "ACCOUNT at SERVER (SERVICE)", as messages name the item.
     public var description: String { server.map { "\(account) at \($0) (\(service))" } ?? "\(account) (\(service))" }
 }
 
 /// The keyring: one secret per ``ItemKey``.
 public protocol SecretStore: Sendable {
     /// Whether the item exists. Never unlocks, never prompts, loads no secret: works while the
-    /// collection is locked. Items are found by their attributes alone (SPEC §2), so for a
+    /// collection is locked. Items are found by their attributes alone, so for a
     /// password key an item of the same service and account with a `server` counts too: it is
     /// one search, which `status` can afford; reads and writes of secrets tell the two apart.
     func containsItem(_ key: ItemKey) throws(AuthError) -> Bool
@@ -96,9 +100,11 @@ extension SecretStore {
 
 // MARK: - Typed values
 
+/// ``Keyring`` binds these to one service, for an app's own items.
 extension SecretStore {
     /// Stores any `Encodable` value as the item, as JSON (content type `application/json`),
-    /// replacing the old one in place. May prompt.
+    /// replacing the old one in place. Blocks on the keyring; may prompt. The corresponding
+    /// Secret Service call is `Collection.CreateItem` with `replace` set.
     public func store<Value: Encodable>(_ value: Value, service: ServiceName, account: AccountID, server: ServerURL? = nil,
                                         label: String) throws(AuthError) {
         let data: Data
@@ -110,7 +116,9 @@ extension SecretStore {
     }
 
     /// The item decoded as `Value`, or `nil` when there is no item. A secret that does not decode
-    /// (another tool's, or damaged) is ``AuthError/invalidInput(_:)`` naming the item. May prompt.
+    /// (another tool's, or damaged) is ``AuthError/invalidInput(_:)`` naming the item. Blocks on
+    /// the keyring; may prompt. The corresponding Secret Service calls are `Service.SearchItems`
+    /// and `Item.GetSecret`.
     public func value<Value: Decodable>(_ type: Value.Type, service: ServiceName, account: AccountID,
                                         server: ServerURL? = nil) throws(AuthError) -> Value? {
         let key = ItemKey(service: service, account: account, server: server)
@@ -122,7 +130,8 @@ extension SecretStore {
         }
     }
 
-    /// Deletes the item of `account` (at `server`). May prompt.
+    /// Deletes the item of `account` (at `server`); returns whether there was one. Blocks on the
+    /// keyring; may prompt. The corresponding Secret Service call is `Item.Delete`.
     @discardableResult
     public func delete(service: ServiceName, account: AccountID, server: ServerURL? = nil) throws(AuthError) -> Bool {
         try deleteItem(ItemKey(service: service, account: account, server: server))

@@ -87,12 +87,13 @@ extension LoginService {
                     let token = try await offload(async: { () async throws(AuthError) in
                         try await controller.accessToken(minValid: UInt64(minValid))
                     })
-                    return { invocation.returnToken(token.token, expiresAt: token.expiresAt ?? 0) }
+                    return { invocation.returnToken(token.token, expiresAt: token.expiresAt.map(Timestamp.microseconds(_:)) ?? 0) }
                 }
             },
             signOut: { invocation, service in
                 self.answer(invocation, service, .change, calls: calls, trigger: trigger) { controller throws(AuthError) in
-                    _ = try await offload { () throws(AuthError) in try controller.signOut(keepingCredentials: false) }
+                    // The same sign-out as the command line's: the refresh token is revoked too.
+                    _ = try await offload(async: { () async throws(AuthError) in try await controller.signOut(keepingCredentials: false) })
                     return { invocation.returnSignedOut() }
                 }
             })
@@ -204,8 +205,8 @@ extension LoginService {
             case .text(let text): (field.name, .string(text))
             case .flag(let flag): (field.name, .boolean(flag))
             case .number(let number): (field.name, .uint64(number))
-            case .time(_, let microseconds?): (field.name, .uint64(microseconds))
-            case .time(_, microseconds: nil), .absent: nil
+            case .time(_, let microseconds): (field.name, .uint64(microseconds))
+            case .absent: nil
             }
         }
     }

@@ -82,8 +82,8 @@ extension LoginService {
         BusObjects.SessionProperties(
             service: status.service.rawValue, signedIn: status.isSignedIn, user: status.user?.rawValue ?? "",
             name: status.name ?? "",
-            signedInAt: status.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)) ?? 0, sequence: status.sequence,
-            server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt ?? 0,
-            refreshTokenExpiresAt: status.refreshTokenExpiresAt ?? 0)
+            signedInAt: status.signedInAt.map(Timestamp.microseconds(_:)) ?? 0, sequence: status.sequence,
+            server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt.map(Timestamp.microseconds(_:)) ?? 0,
+            refreshTokenExpiresAt: status.refreshTokenExpiresAt.map(Timestamp.microseconds(_:)) ?? 0)
     }
 }

@@ -40,17 +40,12 @@ struct SignIn: AsyncParsableCommand {
         let account = try AccountID(validating: account)
         let name = try DisplayName.validate(name ?? Self.defaultDisplayName())
         let binding = try server.binding()
-        let password: Password
-        if passwordStdin {
-            password = try PasswordReader.readStandardInput()
-        } else {
-            let bound = try binding ?? controller.binding()
-            let isNew = bound == nil ? try !controller.hasStoredPassword(for: account) : register
-            password = try PasswordReader.read(passwordStdin: false,
-                                               prompt: isNew ? "New password for \(account): " : "Password for \(account): ",
-                                               confirm: isNew)
+        let piped = passwordStdin ? try PasswordReader.readStandardInput() : nil
+        let outcome = try await controller.signIn(account: account, name: name, register: register, binding: binding) { request throws(AuthError) in
+            if let piped { return piped }
+            return try PasswordReader.read(passwordStdin: false, prompt: request.isNew ? "New password for \(account): " : "Password for \(account): ",
+                                           confirm: request.isNew)
         }
-        let outcome = try await controller.signIn(account: account, name: name, password: password, register: register, binding: binding)
         Output.warnings(outcome)
         try Output.line(outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(account)."
                                            : "Signed in to \(controller.service) as \(account).")

@@ -24,7 +24,7 @@ struct Status: ParsableCommand {
             let locked = status.keyringLocked ? " (keyring locked)" : ""
             if let user = status.user {
                 let name = status.reportedName.map { $0.isEmpty ? "" : " (\($0))" } ?? ""
-                let since = status.signedInAt.map { " since \($0)" } ?? ""
+                let since = status.signedInAt.map { " since \(Timestamp.rfc3339($0))" } ?? ""
                 try Output.line("Signed in to \(status.service) as \(user)\(name)\(since)\(locked)")
             } else {
                 try Output.line("Not signed in to \(status.service)\(locked)")

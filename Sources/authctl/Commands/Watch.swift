@@ -61,7 +61,7 @@ struct Watch: AsyncParsableCommand {
         let user = event.user?.rawValue ?? "(nobody)"
         let name = event.name.isEmpty ? "" : " (\(event.name))"
         let previous = event.previousUser.map { ", after \($0)" } ?? ""
-        return "\(Timestamp.rfc3339(microseconds: event.timestamp)) \(event.service) \(event.status.rawValue) \(user)\(name) [\(event.reason.rawValue)\(previous)] #\(event.sequence)"
+        return "\(Timestamp.rfc3339(event.timestamp)) \(event.service) \(event.status.rawValue) \(user)\(name) [\(event.reason.rawValue)\(previous)] #\(event.sequence)"
     }
 }
 

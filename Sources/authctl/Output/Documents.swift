@@ -1,7 +1,8 @@
 import AuthControllerCore
 
-// The `--json` documents of SPEC §6, one type each, all printed by `Output.json`. Absent
-// values are `null`, never left out: see `Nullable`.
+// The `--json` documents of the commands (their man pages, `authctl.COMMAND(1)`), one type each,
+// all printed by `Output.json`. Absent values are `null`, never left out: see `Nullable`. The
+// library's times are `Date`s; the documents write them as RFC 3339 UTC, in whole seconds.
 
 /// `status --json`.
 struct StatusDocument: Encodable {
@@ -22,13 +23,13 @@ struct StatusDocument: Encodable {
         signedIn = status.isSignedIn
         user = status.user?.rawValue
         name = status.reportedName
-        signedInAt = status.signedInAt
+        signedInAt = status.signedInAt.map(Timestamp.rfc3339(_:))
         sequence = status.sequence
         keyringLocked = status.keyringLocked
         avatarURL = status.avatarURL
         server = status.server?.rawValue
-        accessTokenExpiresAt = status.accessTokenExpiresAt.map(Timestamp.rfc3339(microseconds:))
-        refreshTokenExpiresAt = status.refreshTokenExpiresAt.map(Timestamp.rfc3339(microseconds:))
+        accessTokenExpiresAt = status.accessTokenExpiresAt.map(Timestamp.rfc3339(_:))
+        refreshTokenExpiresAt = status.refreshTokenExpiresAt.map(Timestamp.rfc3339(_:))
     }
 }
 
@@ -64,7 +65,7 @@ struct TokenDocument: Encodable {
         user = token.user.rawValue
         accessToken = token.token
         tokenType = token.tokenType
-        expiresAt = token.expiresAt.map(Timestamp.rfc3339(microseconds:))
+        expiresAt = token.expiresAt.map(Timestamp.rfc3339(_:))
     }
 }
 
@@ -127,13 +128,14 @@ struct EventDocument: Encodable {
         user = event.user?.rawValue
         reason = event.reason.rawValue
         name = event.name
-        timestamp = Timestamp.rfc3339(microseconds: event.timestamp)
+        timestamp = Timestamp.rfc3339(event.timestamp)
         sequence = event.sequence
     }
 }
 
 /// An optional that is encoded as `null` when absent. The synthesised `Encodable` of a plain
-/// optional property calls `encodeIfPresent`, which leaves the key out; SPEC §6 wants the key.
+/// optional property calls `encodeIfPresent`, which leaves the key out; the documents keep
+/// every key, with `null` for an absent value.
 @propertyWrapper
 struct Nullable<Value: Encodable>: Encodable {
     var wrappedValue: Value?

@@ -1,0 +1,307 @@
+public import FoundationEssentials
+
+/// Sessions of a service bound to a token server: the password goes to the server, the tokens
+/// to the keyring, and ``accessToken(minValid:forceRefresh:)`` hands out a fresh access token,
+/// refreshing it at most once per call and, across every process and task, one refresh at a
+/// time.
+///
+/// No network call ever happens under the settings lock: the server is asked first, and the
+/// answer is stored under the lock afterwards. The blocking steps around each request run
+/// through `offload(_:)`.
+extension AuthController {
+    /// An access token ready for use, as ``accessToken(minValid:forceRefresh:)`` and the D-Bus
+    /// method `GetToken` of `serve` hand it out.
+    public struct AccessToken: Equatable, Sendable {
+        /// The signed-in account the token belongs to.
+        public var user: AccountID
+        /// The token itself, for an `Authorization` header.
+        public var token: String
+        /// Its type, as the server named it (usually `Bearer`).
+        public var tokenType: String
+        /// When it expires, by the local clock; `nil` when unknown.
+        public var expiresAt: Date?
+        /// Notes for the user: e.g. the server could not be reached, so a still-valid token is
+        /// handed out unrefreshed.
+        public var warnings: [String]
+
+        init(user: AccountID, tokens: TokenSet, expiresAt: UInt64?, warnings: [String] = []) {
+            self.user = user
+            token = tokens.accessToken
+            tokenType = tokens.tokenType
+            self.expiresAt = expiresAt.map(Timestamp.date(microseconds:))
+            self.warnings = warnings
+        }
+    }
+
+    /// The signed-in account's access token, refreshed first when it expires in less than
+    /// `minValid` seconds (capped at half the lifetime the server granted) or when
+    /// `forceRefresh`. One refresh at a time per service, across processes and tasks; the
+    /// settings lock is never held while the server is asked. A session the server ended (or
+    /// whose refresh token expired) is signed out — one `signed-out` event, reason `expired` —
+    /// and reported as ``AuthError/denied(_:)`` (77). Never prompts; the keyring and settings
+    /// run off the cooperative pool. The D-Bus method `GetToken` of `serve` calls it.
+    public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false) async throws(AuthError) -> AccessToken {
+        let session = try await offload { () throws(AuthError) in try self.currentSession() }
+        guard forceRefresh || isDue(session.times, minValid: minValid) else {
+            return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
+        }
+        return try await refreshes.run { () async throws(AuthError) -> AccessToken in
+            try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout.seconds + 5) { () async throws(AuthError) -> AccessToken in
+                try await self.refresh(session, minValid: minValid, forced: forceRefresh)
+            }
+        }
+    }
+
+    /// Ends a session that is over though no command ended it: the signed-in account's keyring
+    /// item was removed behind authctl's back (one `signed-out` event, reason `removed`), or its
+    /// refresh token's known expiry has passed (reason `expired`; the tokens are deleted).
+    /// Otherwise nothing happens, and nothing is written. `serve` calls it when the keyring or
+    /// the clock says a session may have ended. Blocks on the settings and the keyring; never
+    /// prompts and never asks a server.
+    @discardableResult
+    public func endSessionIfOver() throws(AuthError) -> ChangeOutcome {
+        let record = try intactRecord()
+        // Most calls find nothing to do: look before taking the settings lock.
+        guard record.user != nil, try signedInAccount(in: record) == nil || sessionHasEnded(record) else {
+            return ChangeOutcome(events: [], warnings: [])
+        }
+        return try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            guard let user = record.user, sessionHasEnded(record) else { return Change() }
+            return try endingSession(of: user, in: record, reason: .expired)
+        }
+    }
+
+    // MARK: - Signing in and out at the server
+
+    /// Signs `account` in at `binding`'s server with a password grant, then stores the tokens.
+    func signInAtServer(account: AccountID, name: String, password: Password, register: Bool, binding: ServerBinding,
+                        newBinding: ServerBinding?) async throws(AuthError) -> ChangeOutcome {
+        // Any unlock prompt comes now, before the server is asked and before the settings lock.
+        try await offload { () throws(AuthError) in try self.keyring.unlock() }
+        let grant = try await tokenClients(binding).signIn(account: account, password: password, register: register)
+        return try await offload { () throws(AuthError) in
+            try self.change { (read, record) throws(AuthError) -> Change in
+                try self.refuseRebinding(record, to: newBinding)
+                let key = ItemKey(service: self.service, account: account, server: binding.server)
+                let old = try self.keyring.secret(key)
+                var change: Change
+                if record.user != account || read.corruption != nil {
+                    change = try self.signingIn(account, name: name, over: record, binding: binding, tokenTimes: grant.times())
+                } else {
+                    var renewed = record
+                    renewed.binding = binding
+                    renewed.tokenTimes = grant.times()
+                    change = Change(record: renewed)
+                }
+                try self.keyring.store(grant.tokens, service: self.service, account: account, server: binding.server,
+                                       label: self.tokenLabel(account, binding))
+                change.undo = { self.restore(old, at: key, label: self.tokenLabel(account, binding)) }
+                return change
+            }
+        }
+    }
+
+    /// The tokens a sign-out or `forget` of `account` revokes at the server once its change is
+    /// stored; `nil` for a local service, nobody, or tokens that cannot be read.
+    struct Revocation: Sendable {
+        var tokens: TokenSet
+        var binding: ServerBinding
+    }
+
+    /// What ending `account`'s session in `record` will revoke. Blocks on the keyring.
+    func revocation(of account: AccountID?, in record: SessionRecord) -> Revocation? {
+        guard let account, let binding = record.binding,
+              let tokens = try? keyring.value(TokenSet.self, service: service, account: account, server: binding.server)
+        else { return nil }
+        return Revocation(tokens: tokens, binding: binding)
+    }
+
+    /// `outcome`, with a warning added when `revocation` fails. Best effort: the change stands.
+    func revoking(_ revocation: Revocation?, after outcome: ChangeOutcome) async -> ChangeOutcome {
+        guard let revocation else { return outcome }
+        var outcome = outcome
+        do throws(AuthError) {
+            try await tokenClients(revocation.binding).revoke(revocation.tokens)
+        } catch {
+            outcome.warnings.append("the refresh token was not revoked (\(error.message)); it stays valid at the server until it expires")
+        }
+        return outcome
+    }
+
+    // MARK: - Refreshing
+
+    /// The signed-in session of a bound service.
+    struct Session: Sendable {
+        var user: AccountID
+        var binding: ServerBinding
+        var tokens: TokenSet
+        var times: TokenTimes
+    }
+
+    /// The signed-in session of a bound service: ends it first when its refresh token expired
+    /// or its tokens are gone. Blocks.
+    private func currentSession() throws(AuthError) -> Session {
+        let record = try intactRecord()
+        guard let binding = record.binding else {
+            throw .invalidInput("\(service) is not bound to a token server; \(hint: .bindServer)")
+        }
+        guard let user = record.user else { throw .notSignedIn("nobody is signed in to \(service)") }
+        if sessionHasEnded(record) { throw try endSession(of: user, reason: .expired) }
+        guard let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server) else {
+            throw try endSession(of: user, reason: .removed)
+        }
+        return Session(user: user, binding: binding, tokens: tokens, times: record.tokenTimes ?? TokenTimes())
+    }
+
+    /// Whether the access token expires within the threshold: `minValid`, capped at half the
+    /// granted lifetime. A token whose expiry is unknown is never due.
+    private func isDue(_ times: TokenTimes, minValid: UInt64) -> Bool {
+        guard let expiresAt = times.accessExpiresAt else { return false }
+        let threshold = min(minValid, times.accessLifetime.map { $0 / 2 } ?? minValid)
+        let now = clock()
+        return expiresAt <= now || expiresAt < now.addingClamped(threshold.multipliedClamped(by: 1_000_000))
+    }
+
+    /// The refresh itself, holding the service's refresh lock: whoever waited for the lock
+    /// first looks again — another process may have refreshed meanwhile, or ended the session.
+    private func refresh(_ seen: Session, minValid: UInt64, forced: Bool) async throws(AuthError) -> AccessToken {
+        let (user, binding) = (seen.user, seen.binding)
+        let ended = AuthError.denied("the session of \(user) at \(binding.server) (\(service)) has ended; sign in again")
+        let session: Session
+        do {
+            session = try await offload { () throws(AuthError) in try self.currentSession() }
+        } catch {
+            // Whoever held the lock before ended the session (or it expired meanwhile).
+            if case .notSignedIn = error { throw ended }
+            throw error
+        }
+        guard session.user == user, session.binding == binding else { throw ended }
+        // Another process may have refreshed while this one waited: its token is used as it is.
+        if forced ? session.tokens != seen.tokens : !isDue(session.times, minValid: minValid) {
+            return AccessToken(user: user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
+        }
+        let grant: TokenGrant
+        do {
+            grant = try await tokenClients(binding).refresh(session.tokens)
+        } catch {
+            return try await offload { () throws(AuthError) in try self.refreshFailed(error, session) }
+        }
+        let previous = (tokens: session.tokens, times: session.times)
+        let outcome = try await offload { () throws(AuthError) in
+            try self.storeRefreshed(grant, of: user, binding: binding, previous: previous)
+        }
+        return AccessToken(user: user, tokens: grant.tokens, expiresAt: grant.times(previous: previous).accessExpiresAt,
+                           warnings: outcome.warnings)
+    }
+
+    /// A refused refresh token ends the session — unless another process rotated it meanwhile;
+    /// any other failure still hands out a token that has not expired yet, with a warning. Blocks.
+    private func refreshFailed(_ error: AuthError, _ session: Session) throws(AuthError) -> AccessToken {
+        if case .denied = error {
+            let again = try keyring.value(TokenSet.self, service: service, account: session.user, server: session.binding.server)
+            if let again, again.refreshToken != session.tokens.refreshToken {
+                return AccessToken(user: session.user, tokens: again, expiresAt: try intactRecord().tokenTimes?.accessExpiresAt)
+            }
+            throw try endSession(of: session.user, reason: .expired)
+        }
+        if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
+        return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
+                           warnings: ["could not refresh the access token (\(error.message)); it is still valid, so it is used as it is"])
+    }
+
+    /// Stores new tokens of the signed-in `user` and their times: the rotated refresh token is
+    /// in the keyring before anything uses the new access token. No event. Blocks.
+    func storeRefreshed(_ grant: TokenGrant, of user: AccountID, binding: ServerBinding,
+                        previous: (tokens: TokenSet, times: TokenTimes)? = nil) throws(AuthError) -> ChangeOutcome {
+        do {
+            return try change { (read, record) throws(AuthError) -> Change in
+                if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+                guard record.user == user, record.binding == binding else {
+                    throw .denied("\(user) was signed out of \(service) meanwhile; sign in again")
+                }
+                try keyring.store(grant.tokens, service: service, account: user, server: binding.server, label: tokenLabel(user, binding))
+                var updated = record
+                updated.tokenTimes = grant.times(previous: previous)
+                return Change(record: updated)
+            }
+        } catch {
+            switch error {
+            case .settingsIO, .temporaryFailure, .unavailable:
+                throw error.adding("; the new tokens may be lost, so the session may have to be signed in again")
+            default:
+                throw error
+            }
+        }
+    }
+
+    /// Signs `user` out because the server ended the session (`expired`) or its item is gone
+    /// (`removed`): the item is deleted, the user cleared, one event. Returns the error to
+    /// report. Blocks.
+    private func endSession(of user: AccountID, reason: LoginEvent.Reason) throws(AuthError) -> AuthError {
+        var server = ""
+        var endedMeanwhile = false
+        _ = try change { (read, record) throws(AuthError) -> Change in
+            server = record.binding.map { " at \($0.server)" } ?? ""
+            // The transaction itself ends a session whose item is gone (reason `removed`), and
+            // another process may have ended it between this one's reads: then it has ended.
+            guard record.user == user, record.binding != nil else {
+                endedMeanwhile = read.record.user != user
+                return Change()
+            }
+            return try endingSession(of: user, in: record, reason: reason)
+        }
+        if endedMeanwhile {
+            return .denied("the session of \(user)\(server) (\(service)) has ended; sign in again")
+        }
+        return reason == .removed
+            ? .notSignedIn("\(user) is no longer signed in to \(service): its tokens are gone from the keyring; sign in again")
+            : .denied("the session of \(user)\(server) (\(service)) has ended: the server no longer accepts it; sign in again")
+    }
+
+    /// The keyring label of `account`'s tokens at `binding`'s server.
+    func tokenLabel(_ account: AccountID, _ binding: ServerBinding) -> String {
+        "authctl tokens for \(account) at \(binding.server) (\(service))"
+    }
+}
+
+extension AuthError {
+    /// The same failure with `note` added to its message.
+    func adding(_ note: String) -> AuthError {
+        switch self {
+        case .notSignedIn(let message): .notSignedIn(message + note)
+        case .usage(let message): .usage(message + note)
+        case .invalidInput(let message): .invalidInput(message + note)
+        case .unavailable(let message, let detail): .unavailable(message + note, detail: detail)
+        case .settingsIO(let message): .settingsIO(message + note)
+        case .temporaryFailure(let message, let detail): .temporaryFailure(message + note, detail: detail)
+        case .protocolError(let message): .protocolError(message + note)
+        case .denied(let message): .denied(message + note)
+        case .settingsUnsafe(let message): .settingsUnsafe(message + note)
+        }
+    }
+}
+
+/// The refresh in flight in this process, so that concurrent tasks share one (the refresh lock
+/// file does the same across processes).
+actor RefreshFlight {
+    private var running: Task<Result<AuthController.AccessToken, AuthError>, Never>?
+
+    func run(_ refresh: @escaping @Sendable () async throws(AuthError) -> AuthController.AccessToken) async throws(AuthError) -> AuthController.AccessToken {
+        if let running { return try await running.value.get() }
+        let task = Task { () async -> Result<AuthController.AccessToken, AuthError> in
+            do throws(AuthError) { return .success(try await refresh()) } catch { return .failure(error) }
+        }
+        running = task
+        defer { running = nil }
+        return try await task.value.get()
+    }
+}
+
+/// The token client of a controller made without a transport: every call fails.
+struct UnreachableTokenClient: TokenClient {
+    private static let failure = AuthError.unavailable("this program cannot reach token servers (no HTTP transport was given)")
+    func signIn(account: AccountID, password: Password, register: Bool) async throws(AuthError) -> TokenGrant { throw Self.failure }
+    func refresh(_ tokens: TokenSet) async throws(AuthError) -> TokenGrant { throw Self.failure }
+    func revoke(_ tokens: TokenSet) async throws(AuthError) { throw Self.failure }
+}

@@ -1,0 +1,141 @@
+public import FoundationEssentials
+
+/// Queries: who is signed in, since when, which accounts exist. None of them prompts, and none
+/// writes; each blocks briefly on the settings file and the keyring.
+extension AuthController {
+    /// The login status. Never prompts, and works while the keyring is locked. The D-Bus
+    /// method `GetStatus` of `serve` answers with it.
+    public func status() throws(AuthError) -> LoginStatus {
+        let record = try intactRecord()
+        return try status(of: record, keyringLocked: try keyring.isLocked())
+    }
+
+    /// The status `record` describes, looking in the keyring for its user's item only.
+    func status(of record: SessionRecord, keyringLocked locked: Bool) throws(AuthError) -> LoginStatus {
+        var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
+        status.server = record.binding?.server
+        // A bound session also ends when its refresh token's known expiry has passed.
+        guard let user = try signedInAccount(in: record), !sessionHasEnded(record) else { return status }
+        status.user = user
+        status.name = record.name
+        status.signedInAt = record.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)).map(Timestamp.date(microseconds:))
+        status.accessTokenExpiresAt = record.tokenTimes?.accessExpiresAt.map(Timestamp.date(microseconds:))
+        status.refreshTokenExpiresAt = record.tokenTimes?.refreshExpiresAt.map(Timestamp.date(microseconds:))
+        return status
+    }
+
+    /// The current state as an event with reason `initial` (user `nil` when nobody is signed
+    /// in), for listeners that print where things stand before the first change. Never prompts.
+    public func initialEvent() throws(AuthError) -> LoginEvent {
+        let status = try status()
+        return LoginEvent(service: service, status: status.isSignedIn ? .signedIn : .signedOut, user: status.user,
+                          reason: .initial, name: status.name ?? "", timestamp: Timestamp.date(microseconds: clock()),
+                          sequence: status.sequence)
+    }
+
+    /// Throws when the settings file is unsafe, unreadable or corrupt (78, 74): settings
+    /// problems are reported before keyring ones. Blocks briefly; never prompts.
+    public func checkSettings() throws(AuthError) {
+        _ = try intactRecord()
+    }
+
+    /// Whether `account` has a stored password hash. Never prompts. An unsafe settings file is
+    /// reported first (78, 74); a corrupt one is not, since a sign-in replaces it.
+    public func hasStoredPassword(for account: AccountID) throws(AuthError) -> Bool {
+        _ = try settings.read(service: service)
+        return try keyring.containsItem(service: service, account: account)
+    }
+
+    /// The accounts with a keyring item (password hashes, or tokens at the bound server), sorted
+    /// by bytes, marking the signed-in one. Never prompts; a locked keyring is
+    /// ``AuthError/unavailable(_:detail:)``. The D-Bus method `ListAccounts` of `serve` answers
+    /// with their ids.
+    public func accounts() throws(AuthError) -> [Account] {
+        let record = try intactRecord()
+        let current = sessionHasEnded(record) ? nil : record.user
+        return try keyring.accounts(service: service, server: record.binding?.server).sorted()
+            .map { Account(id: $0, isCurrent: $0 == current) }
+    }
+
+    /// The service's record; a corrupt file is an error here (only sign-in and sign-out
+    /// replace one).
+    func intactRecord() throws(AuthError) -> SessionRecord {
+        let read = try settings.read(service: service)
+        if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+        return read.record
+    }
+
+    /// The account the record names, if its keyring item exists (else the record is stale).
+    func signedInAccount(in record: SessionRecord) throws(AuthError) -> AccountID? {
+        guard let user = record.user, try keyring.containsItem(itemKey(user, in: record)) else { return nil }
+        return user
+    }
+
+    /// Whether the refresh token's known expiry has passed.
+    func sessionHasEnded(_ record: SessionRecord) -> Bool {
+        guard record.binding != nil, let expiry = record.tokenTimes?.refreshExpiresAt else { return false }
+        return expiry <= clock()
+    }
+}
+
+/// An account with a keyring item.
+public struct Account: Equatable, Sendable {
+    /// The account id.
+    public var id: AccountID
+    /// Whether it is the signed-in account.
+    public var isCurrent: Bool
+
+    /// An account as ``AuthController/accounts()`` lists it.
+    public init(id: AccountID, isCurrent: Bool) {
+        self.id = id
+        self.isCurrent = isCurrent
+    }
+}
+
+/// The login status of a service, as ``AuthController/status()`` finds it and the D-Bus method
+/// `GetStatus` of `serve` returns it (with times as microseconds since the Unix epoch).
+public struct LoginStatus: Equatable, Sendable {
+    /// The service.
+    public var service: ServiceName
+    /// The signed-in account, or `nil` when signed out.
+    public var user: AccountID?
+    /// The signed-in account's display name.
+    public var name: String?
+    /// When the signed-in account signed in; `nil` when signed out or not recorded.
+    public var signedInAt: Date?
+    /// The number of the last event (0 if none).
+    public var sequence: UInt64
+    /// Whether the keyring's default collection is locked.
+    public var keyringLocked: Bool
+    /// The token server the service is bound to, `nil` for a local service.
+    public var server: ServerURL?
+    /// When the signed-in account's access token expires, by the local clock; `nil` when unknown.
+    public var accessTokenExpiresAt: Date?
+    /// When its refresh token expires, likewise.
+    public var refreshTokenExpiresAt: Date?
+
+    /// A status with the given parts; token times start unknown.
+    public init(service: ServiceName, user: AccountID? = nil, name: String? = nil, signedInAt: Date? = nil,
+                sequence: UInt64, keyringLocked: Bool) {
+        self.service = service
+        self.user = user
+        self.name = name
+        self.signedInAt = signedInAt
+        self.sequence = sequence
+        self.keyringLocked = keyringLocked
+    }
+
+    /// Whether someone is signed in.
+    public var isSignedIn: Bool { user != nil }
+
+    /// The Gravatar URL of the signed-in account id: MD5 of the trimmed, lower-cased id.
+    public var avatarURL: String? {
+        guard let user else { return nil }
+        // Unicode's White_Space property is the set Foundation's `.whitespacesAndNewlines` trims.
+        let scalars = user.rawValue.unicodeScalars
+        let start = scalars.firstIndex { !$0.properties.isWhitespace } ?? scalars.endIndex
+        let end = scalars.lastIndex { !$0.properties.isWhitespace }.map(scalars.index(after:)) ?? start
+        let normalized = String(scalars[start..<end]).lowercased()
+        return "https://www.gravatar.com/avatar/" + GLibText.md5Hex(normalized)
+    }
+}
