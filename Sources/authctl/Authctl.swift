@@ -46,6 +46,10 @@ struct Authctl: AsyncParsableCommand {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
         }
         do {
+            if let command = FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
+                try command()
+                ExitStatus.exit(ExitStatus.success)
+            }
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()

@@ -24,6 +24,35 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// The options' values, for code that runs without swift-argument-parser (``FastPath``).
+    var settings: GlobalSettings {
+        GlobalSettings(service: service, noPrompt: noPrompt, keyringTimeout: keyringTimeout, serverTimeout: serverTimeout)
+    }
+
+    /// The service from `--service`, else `AUTHCTL_SERVICE` (empty counts as unset), else the default.
+    func resolvedService() throws(AuthError) -> ServiceName {
+        try settings.resolvedService()
+    }
+
+    /// The controller for the real Secret Service, settings file and session bus.
+    func makeController() throws(AuthError) -> AuthController {
+        try settings.makeController()
+    }
+
+    /// The controller of `service`, on the bus at `busAddress` (`nil`: the session bus);
+    /// `prompting: false` never shows the keyring's unlock prompt, whatever the options say.
+    func makeController(service: ServiceName, busAddress: String? = nil, prompting: Bool = true) -> AuthController {
+        settings.makeController(service: service, busAddress: busAddress, prompting: prompting)
+    }
+}
+
+/// The values of the options every command takes.
+struct GlobalSettings {
+    var service: String?
+    var noPrompt = false
+    var keyringTimeout: Double?
+    var serverTimeout: Double?
+
     /// The service from `--service`, else `AUTHCTL_SERVICE` (empty counts as unset), else the default.
     func resolvedService() throws(AuthError) -> ServiceName {
         if let service { return try ServiceName(validating: service) }

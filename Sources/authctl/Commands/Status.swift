@@ -17,6 +17,11 @@ struct Status: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        try Self.report(global.settings, json: json, quiet: quiet)
+    }
+
+    /// The command itself, for the parsed options and for ``FastPath``.
+    static func report(_ global: GlobalSettings, json: Bool, quiet: Bool) throws {
         let status = try global.makeController().status()
         if json {
             try Output.json(StatusDocument(status))

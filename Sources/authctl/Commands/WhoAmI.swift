@@ -14,6 +14,11 @@ struct WhoAmI: ParsableCommand {
     var json = false
 
     func run() throws {
+        try Self.report(global.settings, json: json)
+    }
+
+    /// The command itself, for the parsed options and for ``FastPath``.
+    static func report(_ global: GlobalSettings, json: Bool) throws {
         let status = try global.makeController().status()
         if json {
             try Output.json(WhoAmIDocument(status))

@@ -1,0 +1,61 @@
+/// `status` and `whoami`, which scripts run in loops (`authctl status && …`), with nothing but
+/// their plain options: read here directly instead of through swift-argument-parser, which
+/// builds its model of every option by reflection and generic metadata at each start — about
+/// 10 M instructions, most of what `status` costs.
+///
+/// Only an argument list made of these options, each at most once, takes this path: the command
+/// name, before it the global `--service NAME` (or `--service=NAME`) and `--no-prompt`, after it
+/// those and the command's own flags. Anything else — help, another option, a mistake — goes
+/// through ArgumentParser, which gives the same command the same meaning and says what is wrong.
+enum FastPath {
+    /// The command the arguments (without the program's name) ask for, when this path can read
+    /// them; `nil` sends them to ArgumentParser.
+    static func command(for arguments: [String]) -> (() throws -> Void)? {
+        var global = GlobalSettings()
+        var command: String?
+        var flags: Set<String> = []
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--service" || argument.hasPrefix("--service=") {
+                let value: String
+                if argument == "--service" {
+                    guard index < arguments.endIndex else { return nil }
+                    value = arguments[index]
+                    index += 1
+                } else {
+                    value = String(argument.dropFirst("--service=".count))
+                }
+                guard global.service == nil, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+                global.service = value
+            } else if argument == "--no-prompt" {
+                guard !global.noPrompt else { return nil }
+                global.noPrompt = true
+            } else if command == nil {
+                guard Self.flags[argument] != nil else { return nil }
+                command = argument
+            } else if let accepted = Self.flags[command!], accepted.contains(argument) {
+                // `-q` and `--quiet` are one flag.
+                let flag = argument == "-q" ? "--quiet" : argument
+                guard flags.insert(flag).inserted else { return nil }
+            } else {
+                return nil
+            }
+        }
+        switch command {
+        case "status":
+            return { [global, flags] in try Status.report(global, json: flags.contains("--json"), quiet: flags.contains("--quiet")) }
+        case "whoami":
+            return { [global, flags] in try WhoAmI.report(global, json: flags.contains("--json")) }
+        default:
+            return nil
+        }
+    }
+
+    /// The commands this path reads, with the flags each takes.
+    private static let flags: [String: Set<String>] = [
+        "status": ["--json", "--quiet", "-q"],
+        "whoami": ["--json"],
+    ]
+}
