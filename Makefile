@@ -16,7 +16,9 @@ test: deps install-prerequisites
 # The fast build: release, with the Swift runtime linked in (it halves start-up time); Package.swift
 # adds the release link settings (lld, packed relocations, stripped, static libstdc++). Only the
 # product: the TestSupport target imports Testing, which a release build of every target lacks.
-RELEASE_FLAGS = -c release --static-swift-stdlib
+# --disable-local-rpath: the binary looks for its shared libraries where the system keeps them, not first
+# in its own folder (a dozen failed opens at every start).
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
 build: deps
 	swift build $(RELEASE_FLAGS) --product authctl
 

@@ -7,14 +7,17 @@ let strictSettings: [SwiftSetting] = [
 ]
 
 // Release links: start-up is dominated by the dynamic loader and the runtime's conformance scan,
-// so the release binary is linked with lld, keeps PIE (ASLR) but packs its ~75,000 relative
-// relocations (`-z pack-relative-relocs`, glibc >= 2.36), is stripped (-s), and takes libstdc++ (which
-// the static Swift runtime needs) from the archive in .ci/static-libstdc++ instead of loading the
-// shared one (about 4,300 symbol relocations fewer at every start). See README, Performance.
+// so the release binary is linked with lld, keeps PIE (ASLR) but packs its relative relocations
+// (`-z pack-relative-relocs`, glibc >= 2.36), is stripped (-s), and takes libstdc++ (which the static
+// Swift runtime needs) from the archive in .ci/static-libstdc++ instead of loading the shared one
+// (about 4,300 symbol relocations fewer at every start). Its calls into GLib are bound when first
+// made (`-z lazy`, Debian's default for packages), not all ~2,500 at start: a command makes a few
+// dozen of them. See README, Performance.
 let releaseLinkerSettings: [LinkerSetting] = [
     .unsafeFlags([
         "-use-ld=lld",
         "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+        "-Xlinker", "-z", "-Xlinker", "lazy",
         "-Xlinker", "-s",
         "-L", Context.packageDirectory + "/.ci/static-libstdc++",
     ], .when(configuration: .release)),

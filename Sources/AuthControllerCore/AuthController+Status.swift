@@ -7,15 +7,19 @@ extension AuthController {
     /// method `GetStatus` of `serve` answers with it.
     public func status() throws(AuthError) -> LoginStatus {
         let record = try intactRecord()
-        return try status(of: record, keyringLocked: try keyring.isLocked())
+        let asked = try keyring.lockState(andContains: record.user.map { itemKey($0, in: record) })
+        return try status(of: record, keyringLocked: asked.locked, itemExists: asked.containsItem)
     }
 
-    /// The status `record` describes, looking in the keyring for its user's item only.
-    func status(of record: SessionRecord, keyringLocked locked: Bool) throws(AuthError) -> LoginStatus {
+    /// The status `record` describes, looking in the keyring for its user's item only (unless
+    /// `itemExists` already says whether it is there).
+    func status(of record: SessionRecord, keyringLocked locked: Bool, itemExists: Bool? = nil) throws(AuthError) -> LoginStatus {
         var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
         status.server = record.binding?.server
+        let signedIn: AccountID?
+        if let itemExists { signedIn = itemExists ? record.user : nil } else { signedIn = try signedInAccount(in: record) }
         // A bound session also ends when its refresh token's known expiry has passed.
-        guard let user = try signedInAccount(in: record), !sessionHasEnded(record) else { return status }
+        guard let user = signedIn, !sessionHasEnded(record) else { return status }
         status.user = user
         status.name = record.name
         status.signedInAt = record.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)).map(Timestamp.date(microseconds:))

@@ -50,7 +50,9 @@ struct SecretStoreContractTests {
         let store = subject.store
         #expect(try store.secret(service: service, account: alice) == nil)
         #expect(try store.containsItem(service: service, account: alice) == false)
+        #expect(try store.lockState(andContains: ItemKey(service: service, account: alice)) == (locked: false, containsItem: false))
         try store.store("one", service: service, account: alice, label: "a")
+        #expect(try store.lockState(andContains: ItemKey(service: service, account: alice)) == (locked: false, containsItem: true))
         try store.store("two", service: service, account: alice, label: "a")
         try store.store("bob's", service: service, account: bob, label: "b")
         try store.store("elsewhere", service: other, account: alice, label: "c")
@@ -74,6 +76,11 @@ struct SecretStoreContractTests {
         #expect(try store.isLocked())
         #expect(try store.containsItem(service: service, account: alice))
         #expect(try store.containsItem(service: service, account: bob) == false)
+        // What a status read asks, in one round trip.
+        let aliceKey = ItemKey(service: service, account: alice), bobKey = ItemKey(service: service, account: bob)
+        #expect(try store.lockState(andContains: aliceKey) == (locked: true, containsItem: true))
+        #expect(try store.lockState(andContains: bobKey) == (locked: true, containsItem: false))
+        #expect(try store.lockState(andContains: nil) == (locked: true, containsItem: false))
         #expect(throws: AuthError.keyringLocked) { try store.secret(service: service, account: alice) }
         #expect(try store.secret(service: service, account: bob) == nil)  // no item: nothing to unlock
         #expect(throws: AuthError.keyringLocked) { try store.store("y", service: service, account: bob, label: "b") }

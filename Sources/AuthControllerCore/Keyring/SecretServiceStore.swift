@@ -32,6 +32,17 @@ public struct SecretServiceStore: SecretStore {
         return !found.unlocked.isEmpty || !found.locked.isEmpty
     }
 
+    /// `SearchItems` and the collection's `Locked` property sent together: one round trip.
+    public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
+        guard let key else { return (try isLocked(), false) }
+        let answer = try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) {
+            connection, deadline throws(GLibError) in
+            try SecretServiceCalls.searchItemsAndCollectionLock(connection, attributes: key.attributes,
+                                                                collection: SecretServiceCalls.defaultCollectionPath, deadline)
+        }
+        return (answer.locked, !answer.found.unlocked.isEmpty || !answer.found.locked.isEmpty)
+    }
+
     public func isLocked() throws(AuthError) -> Bool {
         try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.collectionIsLocked(connection, path: SecretServiceCalls.defaultCollectionPath, deadline)

@@ -44,6 +44,12 @@ public protocol SecretStore: Sendable {
     /// Whether the default collection is locked. Never prompts.
     func isLocked() throws(AuthError) -> Bool
 
+    /// Whether the default collection is locked, and whether `key`'s item exists (`false`
+    /// without a key): what a status read asks, in one round trip where the store can. Never
+    /// prompts. A store that cannot do better answers with ``isLocked()`` and
+    /// ``containsItem(_:)``, which the default implementation calls.
+    func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool)
+
     /// Unlocks the default collection if it is locked: may prompt (if the store allows
     /// prompts), or throws "locked". Lets a caller prompt before it takes the settings lock.
     func unlock() throws(AuthError)
@@ -70,6 +76,12 @@ public protocol SecretStore: Sendable {
 // MARK: - Password hashes
 
 extension SecretStore {
+    /// ``isLocked()``, then ``containsItem(_:)`` when there is a key.
+    public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
+        let locked = try isLocked()
+        return (locked, try key.map { (key) throws(AuthError) in try containsItem(key) } ?? false)
+    }
+
     /// Whether `account` has a stored password hash. Never prompts.
     public func containsItem(service: ServiceName, account: AccountID) throws(AuthError) -> Bool {
         try containsItem(ItemKey(service: service, account: account))
