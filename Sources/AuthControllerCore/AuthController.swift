@@ -32,6 +32,11 @@ public final class AuthController: Sendable {
     /// wires the desktop's own in one call.
     ///
     /// - Parameters:
+    ///   - service: the service whose accounts this controller signs in and out.
+    ///   - keyring: where password hashes and tokens are kept (``SecretServiceStore`` on the desktop).
+    ///   - settings: where the signed-in account is recorded (``KeyFileSettingsStore`` on the desktop).
+    ///   - hasher: how passwords are hashed and checked; Argon2id with the default parameters.
+    ///   - broadcaster: who tells other processes of each event (``DBusBroadcaster`` on the desktop).
     ///   - observers: who hears each event in this process, after it is stored and broadcast
     ///     (an app that imports `AuthController` passes its `NotificationCenter` through the
     ///     initialiser that takes one).

@@ -1,7 +1,7 @@
 import Synchronization
 import SystemPackage
 
-/// `authctl serve` (SPEC §11): the login state as a D-Bus service that owns the name
+/// `authctl serve` (`authctl.serve(1)`): the login state as a D-Bus service that owns the name
 /// `io.github.authctl`.
 ///
 /// - Methods of `io.github.authctl.AuthController1` at ``objectPath``: `GetStatus`,
@@ -15,7 +15,7 @@ import SystemPackage
 ///   lifetime, and a session whose refresh token expires or whose item disappears is ended at
 ///   once, with its event sent from the well-known name.
 ///
-/// The GDBus side (objects, subscriptions, the name) lives on one ``MainLoopThread``; the
+/// The GDBus side (objects, subscriptions, the name) lives on one GLib main-loop thread; the
 /// work (keyring, settings, servers) runs in tasks, and the one loop in ``run(signals:)``
 /// decides, one trigger at a time, what to re-read and when to stop.
 public final class LoginService: Sendable {
@@ -138,7 +138,7 @@ public final class LoginService: Sendable {
 
     /// Serves until SIGINT/SIGTERM (from `signals`), a takeover, or idleness. Throws
     /// ``AuthError/unavailable(_:detail:)`` when the name is taken (without `replace`) or the
-    /// bus goes away (SPEC §7.9).
+    /// bus goes away, so that a supervisor restarts it.
     public func run(signals: AsyncStream<ProcessSignal>) async throws(AuthError) -> Ending {
         let bus = SessionBus.shared(address: busAddress)
         let loop = MainLoopThread()
@@ -662,7 +662,8 @@ final class InFlight: Sendable {
 }
 
 extension AuthError {
-    /// The D-Bus error of this failure's family (SPEC §11), one per exit code family.
+    /// The D-Bus error of this failure's family, one per exit code family, as `authctl serve`
+    /// answers a failed call with it.
     public var dbusErrorName: String {
         switch self {
         case .notSignedIn: "io.github.authctl.Error.NotSignedIn"
