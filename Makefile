@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test deps build bench manual-tool install-prerequisites install uninstall
+.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall
 
 demo: deps
 	swift build
@@ -9,9 +9,26 @@ demo: deps
 # holds the lock on .build/ for its whole run: a `swift build` started from inside it would wait for
 # ever. So the release binary and the manual generator are built here, before the tests, and the
 # test runs the recipes alone, with the two targets that run `swift build` taken as done
-# (`make -o build -o manual-tool install`, and the same for `uninstall`).
-test: deps install-prerequisites
+# (`make -o build -o manual-tool install`, and the same for `uninstall`). The documentation is built
+# first for the same reason, and so that a broken link fails CI.
+test: deps install-prerequisites docs
 	swift test
+
+# The DocC documentation of the library (Sources/AuthController/AuthController.docc, and the symbols
+# of AuthControllerCore and AuthControllerTesting) as one archive, with every warning an error. The
+# types live in AuthControllerCore, which AuthController re-exports, and a module's symbol graph
+# leaves re-exported symbols out: so each module is documented on its own, AuthController's articles
+# link into AuthControllerCore through its archive (``/AuthControllerCore/…``), and the archives are
+# merged. The plugin comes from the package's dependencies (no network when they are resolved) and
+# builds in .build/ like `swift build`. The archive is for static hosting: serve DOCS_ARCHIVE with
+# any web server and open /documentation/authcontroller.
+DOCS_ARCHIVE = .build/plugins/Swift-DocC/outputs/authctl.doccarchive
+docs: deps
+	swift package generate-documentation --target AuthController --target AuthControllerCore \
+	    --target AuthControllerTesting --enable-experimental-combined-documentation \
+	    --warnings-as-errors --transform-for-static-hosting
+	@test -f $(DOCS_ARCHIVE)/documentation/authcontroller/index.html || \
+	    { echo "make: no documentation in $(DOCS_ARCHIVE)" >&2; exit 1; }
 
 # The fast build: release, with the Swift runtime linked in (it halves start-up time); Package.swift
 # adds the release link settings (lld, packed relocations, stripped, static libstdc++). Only the
@@ -33,7 +50,7 @@ deps:
 bench: deps
 	.ci/bench
 
-# Installing (SPEC §12). `make install [PREFIX=/usr/local] [DESTDIR=]`: installed files name
+# Installing (README, Install). `make install [PREFIX=/usr/local] [DESTDIR=]`: installed files name
 # $(PREFIX)/bin/authctl, never DESTDIR, which only stages the tree (as a Debian package build does).
 # Man pages and completions are generated from the command definitions by the release binary itself
 # (`--experimental-dump-help`, `--generate-completion-script`); SOURCE_DATE_EPOCH, when set, dates
