@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// Where an item lives in the keyring: a service's account, and for the tokens of a service
-/// bound to a token server (SPEC §10.4), that server too. Two keys that differ in any part are
+/// bound to a token server, that server too. Two keys that differ in any part are
 /// two items: accounts of one service or one server never collide.
 public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
     public var service: ServiceName
@@ -32,9 +32,10 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
 /// The keyring: one secret per ``ItemKey``.
 public protocol SecretStore: Sendable {
     /// Whether the item exists. Never unlocks, never prompts, loads no secret: works while the
-    /// collection is locked. Items are found by their attributes alone (SPEC §2), so for a
-    /// password key an item of the same service and account with a `server` counts too: it is
-    /// one search, which `status` can afford; reads and writes of secrets tell the two apart.
+    /// collection is locked. Items are found by their attributes alone, never by the schema
+    /// attribute, so an item another tool stored with them is seen; and a search for a password
+    /// key names only `service` and `account`, so an item of that service and account with a
+    /// `server` counts too: it is one search, which `status` can afford; reads and writes of secrets tell the two apart.
     func containsItem(_ key: ItemKey) throws(AuthError) -> Bool
 
     /// Whether the default collection is locked. Never prompts.
