@@ -14,14 +14,16 @@ demo: deps
 test: deps install-prerequisites docs
 	swift test
 
-# The DocC documentation of the library (Sources/AuthController/AuthController.docc, and the symbols
-# of AuthControllerCore and AuthControllerTesting) as one archive, with every warning an error. The
-# types live in AuthControllerCore, which AuthController re-exports, and a module's symbol graph
-# leaves re-exported symbols out: so each module is documented on its own, AuthController's articles
-# link into AuthControllerCore through its archive (``/AuthControllerCore/…``), and the archives are
-# merged. The plugin comes from the package's dependencies (no network when they are resolved) and
-# builds in .build/ like `swift build`. The archive is for static hosting: serve DOCS_ARCHIVE with
-# any web server and open /documentation/authcontroller.
+# The DocC documentation of the library as one archive, with every warning an error: the articles of
+# Sources/AuthController/AuthController.docc, AuthControllerCore's symbols and its catalog's landing
+# page, and AuthControllerTesting's symbols. The types live in AuthControllerCore, which
+# AuthController re-exports, and a module's symbol graph leaves re-exported symbols out: so each
+# module is documented on its own, AuthController's articles link into AuthControllerCore through
+# its archive (``/AuthControllerCore/…``), and the plugin merges the archives. The plugin
+# (swift-docc-plugin) is a package dependency like the others, and docc comes with the toolchain:
+# nothing is downloaded. It builds in .build/ as `swift build` does, so `swift test` reuses its
+# objects. The archive is for static hosting: serve DOCS_ARCHIVE with any web server and open
+# /documentation/authcontroller.
 DOCS_ARCHIVE = .build/plugins/Swift-DocC/outputs/authctl.doccarchive
 docs: deps
 	swift package generate-documentation --target AuthController --target AuthControllerCore \
