@@ -18,17 +18,36 @@ test: deps install-prerequisites docs
 # Sources/AuthController/AuthController.docc, AuthControllerCore's symbols and its catalog's landing
 # page, and AuthControllerTesting's symbols. The types live in AuthControllerCore, which
 # AuthController re-exports, and a module's symbol graph leaves re-exported symbols out: so each
-# module is documented on its own, AuthController's articles link into AuthControllerCore through
-# its archive (``/AuthControllerCore/…``), and the plugin merges the archives. The plugin
-# (swift-docc-plugin) is a package dependency like the others, and docc comes with the toolchain:
-# nothing is downloaded. It builds in .build/ as `swift build` does, so `swift test` reuses its
-# objects. The archive is for static hosting: serve DOCS_ARCHIVE with any web server and open
-# /documentation/authcontroller.
-DOCS_ARCHIVE = .build/plugins/Swift-DocC/outputs/authctl.doccarchive
+# module is documented on its own, AuthController's articles (and AuthControllerTesting's comments)
+# link into AuthControllerCore through its archive (``/AuthControllerCore/…``, `--dependency`), and
+# the archives are merged.
+# SwiftPM dumps the symbol graphs (building in .build/ as `swift build` does, so `swift test` reuses
+# the objects) and the toolchain's docc does the rest, one step at a time; nothing is downloaded.
+# (swift-docc-plugin does the same steps, but waits for docc with Foundation's Process, which under
+# load can miss the exit of its child and wait for ever.) The archive is for static hosting: serve
+# DOCS_ARCHIVE with any web server and open /documentation/authcontroller.
+DOCS = .build/docs
+DOCS_ARCHIVE = $(DOCS)/authctl.doccarchive
+DOCC_CONVERT = docc convert --warnings-as-errors --transform-for-static-hosting --enable-experimental-external-link-support
+
+docs: SHELL := /bin/bash
+docs: .SHELLFLAGS := -o pipefail -ec
 docs: deps
-	swift package generate-documentation --target AuthController --target AuthControllerCore \
-	    --target AuthControllerTesting --enable-experimental-combined-documentation \
-	    --warnings-as-errors --transform-for-static-hosting
+	swift package dump-symbol-graph --emit-extension-block-symbols
+	shopt -s nullglob && rm -rf $(DOCS) && graphs="$$(dirname "$$(swift build --show-bin-path)")/symbolgraph" && \
+	    for module in AuthControllerCore AuthControllerTesting AuthController; do \
+	        mkdir -p $(DOCS)/symbols/$$module && cp "$$graphs/$$module".symbols.json "$$graphs/$$module"@*.symbols.json $(DOCS)/symbols/$$module/; \
+	    done
+	$(DOCC_CONVERT) Sources/AuthControllerCore/AuthControllerCore.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerCore \
+	    --fallback-display-name AuthControllerCore --fallback-bundle-identifier AuthControllerCore --output-path $(DOCS)/AuthControllerCore.doccarchive
+	$(DOCC_CONVERT) --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerTesting \
+	    --fallback-display-name AuthControllerTesting --fallback-bundle-identifier AuthControllerTesting --output-path $(DOCS)/AuthControllerTesting.doccarchive \
+	    --dependency $(DOCS)/AuthControllerCore.doccarchive
+	$(DOCC_CONVERT) Sources/AuthController/AuthController.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthController \
+	    --fallback-display-name AuthController --fallback-bundle-identifier AuthController --output-path $(DOCS)/AuthController.doccarchive \
+	    --dependency $(DOCS)/AuthControllerCore.doccarchive
+	docc merge $(DOCS)/AuthControllerCore.doccarchive $(DOCS)/AuthController.doccarchive $(DOCS)/AuthControllerTesting.doccarchive \
+	    --synthesized-landing-page-name authctl --synthesized-landing-page-kind Package --output-path $(DOCS_ARCHIVE)
 	@test -f $(DOCS_ARCHIVE)/documentation/authcontroller/index.html || \
 	    { echo "make: no documentation in $(DOCS_ARCHIVE)" >&2; exit 1; }
 

@@ -37,8 +37,6 @@ let package = Package(
         // Without its default trait, swift-subprocess does not pull Foundation in.
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2", traits: []),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
-        // `make docs`: the DocC catalog in Sources/AuthController/AuthController.docc.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // GLib, GObject and GIO: GDBus (the Secret Service's D-Bus API, the signals, `serve`), GKeyFile.
