@@ -21,8 +21,9 @@ test: deps install-prerequisites docs
 # module is documented on its own, AuthController's articles (and AuthControllerTesting's comments)
 # link into AuthControllerCore through its archive (``/AuthControllerCore/…``, `--dependency`), and
 # the archives are merged.
-# SwiftPM dumps the symbol graphs (building in .build/ as `swift build` does, so `swift test` reuses
-# the objects) and the toolchain's docc does the rest, one step at a time; nothing is downloaded.
+# SwiftPM dumps the symbol graphs of every module, the test modules too, so it needs the build that
+# `swift test` makes (in .build/, which `swift test` then reuses), and the toolchain's docc does the
+# rest, one step at a time; nothing is downloaded.
 # (swift-docc-plugin does the same steps, but waits for docc with Foundation's Process, which under
 # load can miss the exit of its child and wait for ever.) The archive is for static hosting: serve
 # DOCS_ARCHIVE with any web server and open /documentation/authcontroller.
@@ -33,6 +34,7 @@ DOCC_CONVERT = docc convert --warnings-as-errors --transform-for-static-hosting 
 docs: SHELL := /bin/bash
 docs: .SHELLFLAGS := -o pipefail -ec
 docs: deps
+	swift build --build-tests
 	swift package dump-symbol-graph --emit-extension-block-symbols
 	shopt -s nullglob && rm -rf $(DOCS) && graphs="$$(dirname "$$(swift build --show-bin-path)")/symbolgraph" && \
 	    for module in AuthControllerCore AuthControllerTesting AuthController; do \
