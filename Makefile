@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test deps build bench manual-tool install-prerequisites install uninstall
+.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall
 
 demo: deps
 	swift build
@@ -9,9 +9,49 @@ demo: deps
 # holds the lock on .build/ for its whole run: a `swift build` started from inside it would wait for
 # ever. So the release binary and the manual generator are built here, before the tests, and the
 # test runs the recipes alone, with the two targets that run `swift build` taken as done
-# (`make -o build -o manual-tool install`, and the same for `uninstall`).
-test: deps install-prerequisites
+# (`make -o build -o manual-tool install`, and the same for `uninstall`). The documentation is built
+# first for the same reason, and so that a broken link fails CI.
+test: deps install-prerequisites docs
 	swift test
+
+# The DocC documentation of the library as one archive, with every warning an error: the articles of
+# Sources/AuthController/AuthController.docc, AuthControllerCore's symbols and its catalog's landing
+# page, and AuthControllerTesting's symbols. The types live in AuthControllerCore, which
+# AuthController re-exports, and a module's symbol graph leaves re-exported symbols out: so each
+# module is documented on its own, AuthController's articles (and AuthControllerTesting's comments)
+# link into AuthControllerCore through its archive (``/AuthControllerCore/…``, `--dependency`), and
+# the archives are merged.
+# SwiftPM dumps the symbol graphs of every module, the test modules too, so it needs the build that
+# `swift test` makes (in .build/, which `swift test` then reuses), and the toolchain's docc does the
+# rest, one step at a time; nothing is downloaded.
+# (swift-docc-plugin does the same steps, but waits for docc with Foundation's Process, which under
+# load can miss the exit of its child and wait for ever.) The archive is for static hosting: serve
+# DOCS_ARCHIVE with any web server and open /documentation/authcontroller.
+DOCS = .build/docs
+DOCS_ARCHIVE = $(DOCS)/authctl.doccarchive
+DOCC_CONVERT = docc convert --warnings-as-errors --transform-for-static-hosting --enable-experimental-external-link-support
+
+docs: SHELL := /bin/bash
+docs: .SHELLFLAGS := -o pipefail -ec
+docs: deps
+	swift build --build-tests
+	swift package dump-symbol-graph --emit-extension-block-symbols
+	shopt -s nullglob && rm -rf $(DOCS) && graphs="$$(dirname "$$(swift build --show-bin-path)")/symbolgraph" && \
+	    for module in AuthControllerCore AuthControllerTesting AuthController; do \
+	        mkdir -p $(DOCS)/symbols/$$module && cp "$$graphs/$$module".symbols.json "$$graphs/$$module"@*.symbols.json $(DOCS)/symbols/$$module/; \
+	    done
+	$(DOCC_CONVERT) Sources/AuthControllerCore/AuthControllerCore.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerCore \
+	    --fallback-display-name AuthControllerCore --fallback-bundle-identifier AuthControllerCore --output-path $(DOCS)/AuthControllerCore.doccarchive
+	$(DOCC_CONVERT) --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerTesting \
+	    --fallback-display-name AuthControllerTesting --fallback-bundle-identifier AuthControllerTesting --output-path $(DOCS)/AuthControllerTesting.doccarchive \
+	    --dependency $(DOCS)/AuthControllerCore.doccarchive
+	$(DOCC_CONVERT) Sources/AuthController/AuthController.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthController \
+	    --fallback-display-name AuthController --fallback-bundle-identifier AuthController --output-path $(DOCS)/AuthController.doccarchive \
+	    --dependency $(DOCS)/AuthControllerCore.doccarchive
+	docc merge $(DOCS)/AuthControllerCore.doccarchive $(DOCS)/AuthController.doccarchive $(DOCS)/AuthControllerTesting.doccarchive \
+	    --synthesized-landing-page-name authctl --synthesized-landing-page-kind Package --output-path $(DOCS_ARCHIVE)
+	@test -f $(DOCS_ARCHIVE)/documentation/authcontroller/index.html || \
+	    { echo "make: no documentation in $(DOCS_ARCHIVE)" >&2; exit 1; }
 
 # The fast build: release, with the Swift runtime linked in (it halves start-up time); Package.swift
 # adds the release link settings (lld, packed relocations, stripped, static libstdc++). Only the
@@ -35,7 +75,7 @@ deps:
 bench: deps
 	.ci/bench
 
-# Installing (SPEC §12). `make install [PREFIX=/usr/local] [DESTDIR=]`: installed files name
+# Installing (README, Install). `make install [PREFIX=/usr/local] [DESTDIR=]`: installed files name
 # $(PREFIX)/bin/authctl, never DESTDIR, which only stages the tree (as a Debian package build does).
 # Man pages and completions are generated from the command definitions by the release binary itself
 # (`--experimental-dump-help`, `--generate-completion-script`); SOURCE_DATE_EPOCH, when set, dates

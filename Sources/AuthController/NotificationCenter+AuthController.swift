@@ -29,6 +29,12 @@ extension AuthController {
     /// ``desktop(service:environment:prompting:keyringTimeout:serverTimeout:busAddress:notificationCenter:)``.
     ///
     /// - Parameters:
+    ///   - service: the service whose accounts this controller signs in and out.
+    ///   - keyring: where password hashes and tokens are kept.
+    ///   - settings: where the signed-in account is recorded.
+    ///   - hasher: how passwords are hashed and checked; Argon2id with the default parameters.
+    ///   - broadcaster: who tells other processes of each event.
+    ///   - notificationCenter: where each event is posted as `Notification.Name.loginStatusChanged`.
     ///   - tokenTransport: how to reach token servers; `nil` for a controller of local accounts only.
     ///   - serverTimeout: how long each request to a token server may take.
     ///   - clock: microseconds since the Unix epoch.
@@ -51,6 +57,7 @@ extension AuthController {
     /// ```
     ///
     /// - Parameters:
+    ///   - service: the service whose accounts this controller signs in and out.
     ///   - environment: where the settings are and whether the unlock prompt can be shown;
     ///     by default this process's.
     ///   - prompting: whether calls that may unlock the keyring may show its prompt.
@@ -58,6 +65,7 @@ extension AuthController {
     ///     call that may prompt and 5 seconds to any other.
     ///   - serverTimeout: the deadline of each request to a token server.
     ///   - busAddress: the D-Bus address to use; `nil` for the session bus.
+    ///   - notificationCenter: where each event is posted as `Notification.Name.loginStatusChanged`.
     public static func desktop(service: ServiceName = .standard, environment: DesktopEnvironment = .current,
                                prompting: Bool = true, keyringTimeout: Duration? = nil,
                                serverTimeout: Duration = .seconds(10), busAddress: String? = nil,

@@ -7,7 +7,7 @@ extension AuthController {
     }
 
     /// Binds the service to a token server, or (with `nil`) removes the binding. Refused with
-    /// ``AuthError/invalidInput(_:)`` (65, "sign out first") while someone is signed in. Blocks
+    /// ``AuthError/invalidInput(_:)-enum.case`` (65, "sign out first") while someone is signed in. Blocks
     /// on the settings lock; never prompts and never asks the server.
     public func setBinding(_ binding: ServerBinding?) throws(AuthError) {
         _ = try change { (read, record) throws(AuthError) -> Change in

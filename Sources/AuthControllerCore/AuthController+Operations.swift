@@ -36,7 +36,7 @@ extension AuthController {
     /// Signs `account` in, with display name `name`.
     ///
     /// - A local account with a stored hash must give the password that matches it (else
-    ///   ``AuthError/denied(_:)``, exit 77); one without is enrolled: its hash is stored. A hash
+    ///   ``AuthError/denied(_:)-enum.case``, exit 77); one without is enrolled: its hash is stored. A hash
     ///   weaker than the defaults is upgraded.
     /// - When the service is bound to a token server (or `binding` is given, which then binds
     ///   it — only while nobody is signed in or the binding is the same), the password goes to
@@ -114,7 +114,7 @@ extension AuthController {
     /// hash (a weak one is upgraded), or for a bound service with a password grant at the
     /// server, whose new tokens replace the old ones. No event.
     ///
-    /// Throws ``AuthError/notSignedIn(_:)`` when nobody is signed in and ``AuthError/denied(_:)``
+    /// Throws ``AuthError/notSignedIn(_:)-enum.case`` when nobody is signed in and ``AuthError/denied(_:)-enum.case``
     /// on a wrong password. May show the keyring's unlock prompt; Argon2 and the keyring run off
     /// the cooperative pool.
     @discardableResult

@@ -52,7 +52,7 @@ extension AuthController {
 
     /// The accounts with a keyring item (password hashes, or tokens at the bound server), sorted
     /// by bytes, marking the signed-in one. Never prompts; a locked keyring is
-    /// ``AuthError/unavailable(_:detail:)``. The D-Bus method `ListAccounts` of `serve` answers
+    /// ``AuthError/unavailable(_:detail:)-enum.case``. The D-Bus method `ListAccounts` of `serve` answers
     /// with their ids.
     public func accounts() throws(AuthError) -> [Account] {
         let record = try intactRecord()

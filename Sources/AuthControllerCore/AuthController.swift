@@ -39,6 +39,11 @@ public final class AuthController: Sendable {
     /// wires the desktop's own in one call.
     ///
     /// - Parameters:
+    ///   - service: the service whose accounts this controller signs in and out.
+    ///   - keyring: where password hashes and tokens are kept (``SecretServiceStore`` on the desktop).
+    ///   - settings: where the signed-in account is recorded (``KeyFileSettingsStore`` on the desktop).
+    ///   - hasher: how passwords are hashed and checked; Argon2id with the default parameters.
+    ///   - broadcaster: who tells other processes of each event (``DBusBroadcaster`` on the desktop).
     ///   - observers: who hears each event in this process, after it is stored and broadcast
     ///     (an app that imports `AuthController` passes its `NotificationCenter` through the
     ///     initialiser that takes one).
@@ -78,7 +83,7 @@ public final class AuthController: Sendable {
     /// A convenience that makes the local sign-in of
     /// ``signIn(account:name:password:register:binding:)`` on the calling thread: it blocks for
     /// the hashing time and may show the keyring's unlock prompt. A service bound to a token
-    /// server is refused with ``AuthError/unavailable(_:detail:)``: signing in there asks the
+    /// server is refused with ``AuthError/unavailable(_:detail:)-enum.case``: signing in there asks the
     /// server, which only the `async` operation does.
     public func signIn(_ user: User, password: String) throws {
         let account = try AccountID(validating: user.email)
@@ -93,7 +98,7 @@ public final class AuthController: Sendable {
     ///
     /// A convenience that makes ``signOut(keepingCredentials:)`` with `keepingCredentials: false`
     /// on the calling thread: it blocks on the keyring and may show its unlock prompt. A service
-    /// bound to a token server is refused with ``AuthError/unavailable(_:detail:)``: its sign-out
+    /// bound to a token server is refused with ``AuthError/unavailable(_:detail:)-enum.case``: its sign-out
     /// revokes the refresh token at the server, which only the `async` operation does.
     public func signOut() throws {
         try refuseIfBound(use: "signOut(keepingCredentials: false)", because: "which revokes its tokens there")
@@ -113,7 +118,7 @@ public final class AuthController: Sendable {
         return User(name: status.name ?? "", email: user.rawValue)
     }
 
-    /// Throws ``AuthError/unavailable(_:detail:)`` when the service is bound to a token server:
+    /// Throws ``AuthError/unavailable(_:detail:)-enum.case`` when the service is bound to a token server:
     /// what a synchronous call of the original API cannot do there, the `async` one named
     /// `asyncOperation` does.
     func refuseIfBound(use asyncOperation: String, because reason: String) throws(AuthError) {

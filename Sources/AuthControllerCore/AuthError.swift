@@ -129,7 +129,7 @@ extension AuthError {
         case raiseKeyringTimeout
         /// Give requests to the token server a longer deadline.
         case raiseServerTimeout
-        /// A private session bus and keyring of their own, as ``DesktopSandbox`` starts them.
+        /// A private session bus and keyring of their own, as the DesktopSandbox module starts them.
         case sandbox
         /// The login service that exports the login state on the session bus.
         case loginService

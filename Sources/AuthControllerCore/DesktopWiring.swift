@@ -34,12 +34,16 @@ extension AuthController {
     /// `NotificationCenter` instead; this one hands events to `observers` only.
     ///
     /// - Parameters:
+    ///   - service: the service whose accounts this controller signs in and out.
+    ///   - environment: where the settings file is and whether the unlock prompt can be shown;
+    ///     by default this process's.
     ///   - prompting: whether calls that may unlock the keyring may show its prompt (when
     ///     `environment` can show one); `false` makes a locked keyring fail at once.
     ///   - keyringTimeout: the deadline of each Secret Service call; `nil` gives a minute to a
     ///     call that may prompt and 5 seconds to any other.
     ///   - serverTimeout: the deadline of each request to a token server.
     ///   - busAddress: the D-Bus address to use (`unix:path=…`); `nil` for the session bus.
+    ///   - observers: who hears each event in this process, after it is stored and broadcast.
     public static func desktop(service: ServiceName = .standard, environment: DesktopEnvironment = .current,
                                prompting: Bool = true, keyringTimeout: Duration? = nil,
                                serverTimeout: Duration = .seconds(10), busAddress: String? = nil,

@@ -13,7 +13,7 @@ public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringCon
         self.rawValue = rawValue
     }
 
-    /// Validates `text`, throwing ``AuthError/invalidInput(_:)`` with the rule it broke.
+    /// Validates `text`, throwing ``AuthError/invalidInput(_:)-enum.case`` with the rule it broke.
     public init(validating text: String) throws(AuthError) {
         try Self.validate(text)
         rawValue = text
@@ -63,7 +63,7 @@ public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, Custo
         self.rawValue = rawValue
     }
 
-    /// Validates `text`, throwing ``AuthError/invalidInput(_:)`` with the rule it broke.
+    /// Validates `text`, throwing ``AuthError/invalidInput(_:)-enum.case`` with the rule it broke.
     public init(validating text: String) throws(AuthError) {
         try Self.validate(text)
         rawValue = text
@@ -88,7 +88,7 @@ public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, Custo
         lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
     }
 
-    /// Hashes the bytes, as ``==`` compares them.
+    /// Hashes the bytes, as `==` compares them.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(rawValue.utf8.count)
         for byte in rawValue.utf8 { hasher.combine(byte) }
@@ -106,7 +106,7 @@ public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, Custo
 
 /// Display names: up to 256 bytes, no control characters.
 public enum DisplayName {
-    /// Returns `text` if it is a valid display name, or throws ``AuthError/invalidInput(_:)``.
+    /// Returns `text` if it is a valid display name, or throws ``AuthError/invalidInput(_:)-enum.case``.
     public static func validate(_ text: String) throws(AuthError) -> String {
         guard text.utf8.count <= 256 else {
             throw .invalidInput("invalid display name: it is \(text.utf8.count) bytes long; the limit is 256")

@@ -1,7 +1,7 @@
 public import AuthControllerCore
 import Synchronization
 
-/// A ``SecretStore`` in memory, for tests. It keeps the real store's contract (the contract
+/// A ``/AuthControllerCore/SecretStore`` in memory, for tests. It keeps the real store's contract (the contract
 /// suite runs against both): reads that need no secret work while locked; a read of a secret,
 /// a store or a delete unlocks first — through the "prompt", when prompts are allowed, which
 /// unlocks or is dismissed as the test says; listing a locked store fails. It can also be told

@@ -1,7 +1,7 @@
 public import AuthControllerCore
 import Synchronization
 
-/// A ``SettingsStore`` in memory, for tests; can be made corrupt or failing.
+/// A ``/AuthControllerCore/SettingsStore`` in memory, for tests; can be made corrupt or failing.
 public final class InMemorySettingsStore: SettingsStore {
     private struct State {
         var records: [ServiceName: SessionRecord] = [:]

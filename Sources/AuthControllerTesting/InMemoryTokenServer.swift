@@ -2,11 +2,11 @@ public import AuthControllerCore
 import Foundation
 import Synchronization
 
-/// A token server in memory that speaks both protocols a binding may name (README, "Remote
-/// accounts: a token server") — `oauth2` at `/token` (and RFC 7009 revocation at `/revoke`) and
-/// `json` at `/login`, `/register` and `/refresh_tokens` — with knobs for what a test needs a server to do: lifetimes, rotation, a
+/// A token server in memory that speaks both protocols of a token server — `oauth2` at `/token`
+/// (and RFC 7009 revocation at `/revoke`) and `json` at `/login`, `/register` and
+/// `/refresh_tokens` — with knobs for what a test needs a server to do: lifetimes, rotation, a
 /// clock ahead or behind, refusal, failures, delays, malformed answers. It keeps a log of every
-/// request. It is an ``HTTPTransport`` itself, for tests in one process; ``respond(to:)`` is
+/// request. It is an ``/AuthControllerCore/HTTPTransport`` itself, for tests in one process; ``respond(to:)`` is
 /// the same server for an HTTP listener.
 public final class InMemoryTokenServer: HTTPTransport {
     /// What the server does; change it at any time with ``configure(_:)``.

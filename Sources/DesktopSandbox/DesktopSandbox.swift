@@ -61,7 +61,7 @@ public final class DesktopSandbox: Sendable {
     ///   - serviceDirectories: folders of D-Bus activation files (`…/share/dbus-1/services`)
     ///     whose services the bus starts on demand; none by default, so nothing outside the
     ///     sandbox is ever started.
-    /// - Throws: ``AuthError/unavailable(_:detail:)`` when a daemon is missing, the directory
+    /// - Throws: ``AuthError/unavailable(_:detail:)-enum.case`` when a daemon is missing, the directory
     ///   cannot be made, or a daemon does not come up within `startupTimeout` seconds. A
     ///   sandbox that fails to start leaves nothing behind.
     public static func start(keyring startKeyring: Bool = true, startupTimeout: Double = 5,
@@ -158,7 +158,7 @@ public final class DesktopSandbox: Sendable {
     /// - Parameters:
     ///   - command: a path, or a name looked up in `searchPath` as a shell does.
     ///   - directoryKept: called with the directory's path when it is kept.
-    /// - Throws: ``AuthError/unavailable(_:detail:)`` as ``start(keyring:startupTimeout:temporaryDirectory:searchPath:keepingDirectory:)``.
+    /// - Throws: ``AuthError/unavailable(_:detail:)-enum.case`` as ``start(keyring:startupTimeout:temporaryDirectory:searchPath:keepingDirectory:)``.
     public static func run(_ command: String, arguments: [String], keepingDirectory: Bool = false,
                            temporaryDirectory: String? = nil, searchPath: String? = nil,
                            directoryKept: (String) -> Void = { _ in }) async throws(AuthError) -> Outcome {

@@ -11,12 +11,13 @@ internal import SystemPackage
 /// write end only the sandbox holds, and that cleans up when the pipe reaches its end — when
 /// the sandbox closes it in ``finish()``, or when the sandbox dies, however it dies.
 ///
-/// Why a separate process: nothing may be left behind even when the sandbox is killed, and a
-/// SIGKILLed process runs no code of its own, so the cleanup must run elsewhere. The usual alternative, `PR_SET_PDEATHSIG` set in each child,
-/// needs code between `fork` and `exec`, which swift-subprocess (1.0.2) has no hook for; it
-/// would also reach neither the temporary directory nor a COMMAND that must get SIGTERM and
-/// nothing harsher. A shell script needs no binary of ours, so the same supervisor serves
-/// `authctl sandbox` and a sandbox inside any other process (the test suite's).
+/// Why a separate process: a SIGKILLed process runs no code of its own, so the cleanup that
+/// `authctl sandbox` promises even after a SIGKILL (README, "Headless") must run elsewhere. The
+/// usual alternative, `PR_SET_PDEATHSIG` set in each child, needs code between `fork` and
+/// `exec`, which swift-subprocess (1.0.2) has no hook for; it would also reach neither the
+/// temporary directory nor a COMMAND that must get SIGTERM and nothing harsher. A shell script
+/// needs no binary of ours, so the same supervisor serves `authctl sandbox` and a sandbox
+/// inside any other process (the test suite's).
 ///
 /// What it is told, one line each: `directory PATH`, `keep`, `daemon PID`, `command PID`.
 /// It notes each process's start time when told of it, and signals a process later only if

@@ -2,9 +2,9 @@ internal import Subprocess
 import Synchronization
 internal import SystemPackage
 
-/// A shell command run once per event, one at a time. The event reaches the command
-/// only through environment variables, never through its text, so account ids such as
-/// ``evil$(touch x)`@x.org`` are data.
+/// A shell command run once per event, as `watch --exec` does. The event reaches the command
+/// only through environment variables, never through its text, so an account id that holds
+/// `$(…)` or a backtick is data, never shell code.
 public final class EventHook: Sendable {
     /// The command text, run with `/bin/sh -c`.
     public let command: String

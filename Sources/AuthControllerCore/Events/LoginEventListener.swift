@@ -26,7 +26,10 @@ public final class LoginEventListener: Sendable {
 
     /// Subscribes (match rule on interface, member, path and `arg0` = service) and returns once
     /// the bus has the match rule, so no later signal is missed.
-    /// - Parameter busAddress: a bus address, or `nil` for the session bus.
+    /// - Parameters:
+    ///   - service: the service whose signals become events (the signal's first argument).
+    ///   - busAddress: a bus address, or `nil` for the session bus.
+    ///   - timeout: seconds that connecting and subscribing may each take.
     public init(service: ServiceName, busAddress: String? = nil, timeout: Double = 5) throws(AuthError) {
         (events, continuation) = AsyncStream<LoginEvent>.makeStream()
         let bus = SessionBus.shared(address: busAddress)

@@ -42,7 +42,7 @@ public struct Keyring: Sendable {
     }
 
     /// The item of `account` decoded as `Value`, or `nil` when there is none. A secret that does
-    /// not decode (another program's, or damaged) is ``AuthError/invalidInput(_:)`` naming the
+    /// not decode (another program's, or damaged) is ``AuthError/invalidInput(_:)-enum.case`` naming the
     /// item. May show the unlock prompt. The corresponding Secret Service calls are
     /// `Service.SearchItems` and `Item.GetSecret`.
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, for account: AccountID) throws(AuthError) -> Value? {

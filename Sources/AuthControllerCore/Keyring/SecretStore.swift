@@ -36,9 +36,10 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
 /// The keyring: one secret per ``ItemKey``.
 public protocol SecretStore: Sendable {
     /// Whether the item exists. Never unlocks, never prompts, loads no secret: works while the
-    /// collection is locked. Items are found by their attributes alone, so for a
-    /// password key an item of the same service and account with a `server` counts too: it is
-    /// one search, which `status` can afford; reads and writes of secrets tell the two apart.
+    /// collection is locked. Items are found by their attributes alone, never by the schema
+    /// attribute, so an item another tool stored with them is seen; and a search for a password
+    /// key names only `service` and `account`, so an item of that service and account with a
+    /// `server` counts too: it is one search, which `status` can afford; reads and writes of secrets tell the two apart.
     func containsItem(_ key: ItemKey) throws(AuthError) -> Bool
 
     /// Whether the default collection is locked. Never prompts.
@@ -128,7 +129,7 @@ extension SecretStore {
     }
 
     /// The item decoded as `Value`, or `nil` when there is no item. A secret that does not decode
-    /// (another tool's, or damaged) is ``AuthError/invalidInput(_:)`` naming the item. Blocks on
+    /// (another tool's, or damaged) is ``AuthError/invalidInput(_:)-enum.case`` naming the item. Blocks on
     /// the keyring; may prompt. The corresponding Secret Service calls are `Service.SearchItems`
     /// and `Item.GetSecret`.
     public func value<Value: Decodable>(_ type: Value.Type, service: ServiceName, account: AccountID,

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// `authctl serve` (see `authctl.serve(1)`): the login state as a D-Bus service that owns the name
+/// `authctl serve` (`authctl.serve(1)`): the login state as a D-Bus service that owns the name
 /// `io.github.authctl`.
 ///
 /// - Methods of `io.github.authctl.AuthController1` at ``objectPath``: `GetStatus`,
@@ -14,10 +14,10 @@ import Synchronization
 ///   lifetime, and a session whose refresh token expires or whose item disappears is ended at
 ///   once, with its event sent from the well-known name.
 ///
-/// The GDBus side (objects, subscriptions, the name) lives on one ``MainLoopThread``; the
+/// The GDBus side (objects, subscriptions, the name) lives on one GLib main-loop thread; the
 /// work (keyring, settings, servers) runs in tasks whose blocking steps run off the
 /// cooperative pool, and the one loop in ``run(signals:)`` carries out, one trigger at a time,
-/// what ``ServePolicy`` decides: what to re-read, when to wake, and when to stop. `GetStatus`
+/// what the serving policy decides: what to re-read, when to wake, and when to stop. `GetStatus`
 /// answers from the last re-read while nothing may have changed the service's state since, so
 /// a keyring that does not answer delays the re-read, not every caller.
 public final class LoginService: Sendable {
@@ -128,8 +128,8 @@ public final class LoginService: Sendable {
     }
 
     /// Serves until SIGINT/SIGTERM (from `signals`), a takeover, or idleness. Throws
-    /// ``AuthError/unavailable(_:detail:)`` when the name is taken (without `replace`) or the
-    /// bus goes away (exit 69).
+    /// ``AuthError/unavailable(_:detail:)-enum.case`` when the name is taken (without `replace`) or the
+    /// bus goes away, so that a supervisor restarts it.
     public func run(signals: AsyncStream<ProcessSignal>) async throws(AuthError) -> Ending {
         let bus = SessionBus.shared(address: busAddress)
         let loop = MainLoopThread()

@@ -325,7 +325,7 @@ public struct KeyFileSettingsStore: SettingsStore {
         try? Posix.syncDirectory(directory)
     }
 
-    /// Runs one file-system step; a failure becomes ``AuthError/settingsIO(_:)`` naming the step.
+    /// Runs one file-system step; a failure becomes ``AuthError/settingsIO(_:)-enum.case`` naming the step.
     private func io<T>(_ what: String, _ body: () throws(Posix.Failure) -> T) throws(AuthError) -> T {
         do { return try body() } catch {
             throw .settingsIO("cannot \(what): \(error.message)")

@@ -53,12 +53,12 @@ public struct SettingsRead: Equatable, Sendable {
 /// Remembers who is signed in, per service.
 public protocol SettingsStore: Sendable {
     /// Reads the record of `service` without taking the lock and without ever writing. An
-    /// unsafe file throws ``AuthError/settingsUnsafe(_:)``; a corrupt one is reported in ``SettingsRead/corruption``.
+    /// unsafe file throws ``AuthError/settingsUnsafe(_:)-enum.case``; a corrupt one is reported in ``SettingsRead/corruption``.
     func read(service: ServiceName) throws(AuthError) -> SettingsRead
 
     /// Every service that has a group in the settings, with what reading it found (as
     /// ``read(service:)`` would), from one read of the file; none when the file is missing. A
-    /// file that does not parse at all is ``AuthError/settingsUnsafe(_:)``. Never writes.
+    /// file that does not parse at all is ``AuthError/settingsUnsafe(_:)-enum.case``. Never writes.
     func readAll() throws(AuthError) -> [ServiceName: SettingsRead]
 
     /// Writes `record` as the group of `service`, keeping every other group and key. A corrupt
@@ -68,12 +68,12 @@ public protocol SettingsStore: Sendable {
     func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String?
 
     /// Runs `body` holding the exclusive settings lock, waited for at most a few seconds,
-    /// then ``AuthError/temporaryFailure(_:detail:)``.
+    /// then ``AuthError/temporaryFailure(_:detail:)-enum.case``.
     func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T
 
     /// Runs `body` holding the refresh lock of `service` — one token refresh at a time per
     /// service, across processes — waited for at most `timeout` seconds (then
-    /// ``AuthError/temporaryFailure(_:detail:)``). It is a lock of
+    /// ``AuthError/temporaryFailure(_:detail:)-enum.case``). It is a lock of
     /// its own: the settings lock stays free while a slow server is asked.
     func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
                                       _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T

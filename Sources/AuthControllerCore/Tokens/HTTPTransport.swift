@@ -1,4 +1,4 @@
-/// One POST to a token server, as the token clients need it (SPEC §10.2).
+/// One POST to a token server, as the token clients need it.
 public struct HTTPRequest: Sendable {
     public var url: String
     /// Header names and values, sent in order.
@@ -28,13 +28,13 @@ public struct HTTPResponse: Sendable, Equatable {
 
 /// Sends token requests. The contract every implementation keeps: TLS certificates are always
 /// verified; redirects are never followed (a 3xx comes back as it is); an answer over
-/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)`` (76) and is not read further; when
-/// `timeout` seconds pass the request is abandoned with ``AuthError/temporaryFailure(_:detail:)``
+/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` (76) and is not read further; when
+/// `timeout` seconds pass the request is abandoned with ``AuthError/temporaryFailure(_:detail:)-enum.case``
 /// (75); a connection refused, reset or closed without an answer is
-/// ``AuthError/unavailable(_:detail:)`` (69).
+/// ``AuthError/unavailable(_:detail:)-enum.case`` (69).
 public protocol HTTPTransport: Sendable {
     func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse
 }
 
-/// The largest answer a token server may give (SPEC §10.2).
+/// The largest answer a token server may give; a larger one is ``AuthError/protocolError(_:)-enum.case``.
 public let maximumAnswerSize = 64 * 1024
