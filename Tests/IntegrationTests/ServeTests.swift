@@ -464,12 +464,17 @@ struct ServeTests {
     @Test("single flight: GetToken calls and `authctl token` processes on an expired token make one refresh request and get one token")
     func singleFlight() async throws {
         let server = try await TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
+        // serve refreshes the token itself at 80 % of its life (8 s), and that refresh is still
+        // under way (3 s, within serve's 4 s deadline) when the token expires and the callers
+        // come: they share it. It starts after the server is set to its slow, long-lived answers
+        // below, however loaded the machine (a 2 s token left too little time for that, and a
+        // refresh before it made two).
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 10])
         let (scenario, _) = try await SharedServe.scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         // The refreshed token lives long, so a late caller finds it fresh; the refresh is slow,
         // so callers arrive while it is under way.
-        try server.configure(["access_lifetime": 300, "refresh_delay": 1.5])
+        try server.configure(["access_lifetime": 300, "refresh_delay": 3])
         try await waitUntilExpired(scenario)
         let gdbus = try which("gdbus", package: "libglib2.0-bin")
         var started: [Spawned] = []
