@@ -46,8 +46,8 @@ public struct KeyFileSettingsStore: SettingsStore {
         return reads
     }
 
-    private func corruption(_ corrupt: Corrupt) -> String {
-        "the settings file \(filePath) is corrupt (\(corrupt.reason)); `authctl sign-in` or `authctl sign-out` replaces it and keeps a copy as settings.ini.corrupt"
+    private func corruption(_ corrupt: Corrupt) -> AuthError.Message {
+        "the settings file \(filePath) is corrupt (\(corrupt.reason)); \(hint: .signInOrOutToReplaceSettings) and keeps a copy as settings.ini.corrupt"
     }
 
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
