@@ -6,7 +6,7 @@
 public struct KeyFileSettingsStore: SettingsStore {
     /// The folder holding `settings.ini` and `settings.lock`.
     public let directory: String
-    /// How long to wait for the lock before giving up (exit 75).
+    /// How long to wait for the lock before giving up with ``AuthError/temporaryFailure(_:detail:)-enum.case``.
     public let lockTimeout: Double
 
     /// The settings file, `DIRECTORY/settings.ini`.

@@ -34,10 +34,10 @@ public struct HTTPResponse: Sendable, Equatable {
 
 /// Sends token requests. The contract every implementation keeps: TLS certificates are always
 /// verified; redirects are never followed (a 3xx comes back as it is); an answer over
-/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` (76) and is not read further; when
-/// `timeout` seconds pass the request is abandoned with ``AuthError/temporaryFailure(_:detail:)-enum.case``
-/// (75); a connection refused, reset or closed without an answer is
-/// ``AuthError/unavailable(_:detail:)-enum.case`` (69).
+/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` and is not read further; when
+/// `timeout` seconds pass the request is abandoned with
+/// ``AuthError/temporaryFailure(_:detail:)-enum.case``; a connection refused, reset or closed
+/// without an answer is ``AuthError/unavailable(_:detail:)-enum.case``.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the server's answer, whatever its status, giving up after
     /// `timeout` seconds.
