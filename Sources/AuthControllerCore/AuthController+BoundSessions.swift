@@ -38,7 +38,7 @@ extension AuthController {
     /// `forceRefresh`. One refresh at a time per service, across processes and tasks; the
     /// settings lock is never held while the server is asked. A session the server ended (or
     /// whose refresh token expired) is signed out — one `signed-out` event, reason `expired` —
-    /// and reported as ``AuthError/denied(_:)-enum.case`` (77). Never prompts; the keyring and settings
+    /// and reported as ``AuthError/denied(_:)-enum.case``. Never prompts; the keyring and settings
     /// run off the cooperative pool. The D-Bus method `GetToken` of `serve` calls it.
     public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false) async throws(AuthError) -> AccessToken {
         let session = try await offload { () throws(AuthError) in try self.currentSession() }

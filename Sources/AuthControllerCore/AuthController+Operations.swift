@@ -36,7 +36,7 @@ extension AuthController {
     /// Signs `account` in, with display name `name`.
     ///
     /// - A local account with a stored hash must give the password that matches it (else
-    ///   ``AuthError/denied(_:)-enum.case``, exit 77); one without is enrolled: its hash is stored. A hash
+    ///   ``AuthError/denied(_:)-enum.case``); one without is enrolled: its hash is stored. A hash
     ///   weaker than the defaults is upgraded.
     /// - When the service is bound to a token server (or `binding` is given, which then binds
     ///   it — only while nobody is signed in or the binding is the same), the password goes to

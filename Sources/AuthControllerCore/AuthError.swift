@@ -188,10 +188,12 @@ extension AuthError {
             append(text)
         }
 
+        /// A message of plain text, written as a string literal without interpolations.
         public init(stringLiteral text: String) {
             self.init(text)
         }
 
+        /// A message written as a string literal with interpolations; each `\(hint: …)` stays a hint.
         public init(stringInterpolation: StringInterpolation) {
             self = stringInterpolation.message
         }
@@ -240,8 +242,10 @@ extension AuthError {
 
             private init() {}
 
+            /// Starts an empty message; the sizes are only an estimate, and go unused.
             public init(literalCapacity: Int, interpolationCount: Int) {}
 
+            /// The literal text between interpolations, added as words every front end says alike.
             public mutating func appendLiteral(_ literal: String) {
                 message.append(literal)
             }

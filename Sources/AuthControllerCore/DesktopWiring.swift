@@ -8,6 +8,8 @@ public struct DesktopEnvironment: Sendable, Equatable {
     /// Whether the Secret Service's unlock prompt has somewhere to appear.
     public var canShowPrompts: Bool
 
+    /// An environment of your own: the settings file in `settingsDirectory`, and whether the
+    /// unlock prompt can be shown.
     public init(settingsDirectory: String, canShowPrompts: Bool) {
         self.settingsDirectory = settingsDirectory
         self.canShowPrompts = canShowPrompts

@@ -9,6 +9,8 @@ import Synchronization
 public final class InMemorySecretStore: SecretStore {
     /// What the unlock prompt does, when the store is locked and may prompt.
     public enum PromptAnswer: Sendable {
+        /// `unlock` unlocks the store; `dismiss` leaves it locked, and the call throws
+        /// ``/AuthControllerCore/AuthError/unlockDismissed``.
         case unlock, dismiss
     }
 
@@ -26,6 +28,8 @@ public final class InMemorySecretStore: SecretStore {
     /// What the prompt does when shown.
     public let promptAnswer: PromptAnswer
 
+    /// An empty, unlocked store; `promptAllowed` and `promptAnswer` decide what a call that needs
+    /// it unlocked does once ``setLocked(_:)`` locks it.
     public init(promptAllowed: Bool = false, promptAnswer: PromptAnswer = .unlock) {
         self.promptAllowed = promptAllowed
         self.promptAnswer = promptAnswer
@@ -57,6 +61,8 @@ public final class InMemorySecretStore: SecretStore {
         }
     }
 
+    /// The in-memory twin of `Service.SearchItems`: answers while locked, and a password key finds
+    /// the account's token items too.
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // As the real store: a password key also finds the account's token items.
         try access(unlocking: false) { state in
@@ -64,20 +70,25 @@ public final class InMemorySecretStore: SecretStore {
         }
     }
 
+    /// Whether the store is locked: from ``setLocked(_:)`` until a call unlocks it.
     public func isLocked() throws(AuthError) -> Bool {
         try access(unlocking: false) { $0.locked }
     }
 
+    /// Unlocks a locked store through the "prompt": counts in ``promptCount`` and answers with
+    /// ``promptAnswer``; without ``promptAllowed`` it throws ``/AuthControllerCore/AuthError/keyringLocked``.
     public func unlock() throws(AuthError) {
         try access(unlocking: true) { _ in }
     }
 
+    /// The stored bytes; like the keyring, unlocks (through the "prompt") only when the item exists.
     public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
         // Like the real store: no item needs no unlock.
         guard try access(unlocking: false, { $0.secrets[key] != nil }) else { return nil }
         return try access(unlocking: true) { $0.secrets[key] }
     }
 
+    /// Keeps `secret` under `key`, unlocking first; the content type and label are not kept.
     public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
         try access(unlocking: true) { (state) throws(AuthError) in
             if let failure = state.storeFailure { throw failure }
@@ -85,12 +96,15 @@ public final class InMemorySecretStore: SecretStore {
         }
     }
 
+    /// Removes the item; like the keyring, unlocks (through the "prompt") only when there is one.
     public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // Like the real store: nothing to delete needs no unlock.
         guard try access(unlocking: false, { $0.secrets[key] != nil }) else { return false }
         return try access(unlocking: true) { $0.secrets.removeValue(forKey: key) != nil }
     }
 
+    /// The in-memory twin of the keyring's listing: the accounts with an item of exactly this
+    /// service and server; ``/AuthControllerCore/AuthError/keyringLockedForListing`` while locked.
     public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         try access(unlocking: false) { (state) throws(AuthError) -> [AccountID] in
             if state.locked { throw .keyringLockedForListing }

@@ -13,6 +13,7 @@ public final class InMemorySettingsStore: SettingsStore {
     private let state = Mutex(State())
     private let lock = Mutex(())
 
+    /// An empty store: nobody signed in to any service.
     public init() {}
 
     /// Makes the store read as corrupt until the next save.
@@ -24,6 +25,8 @@ public final class InMemorySettingsStore: SettingsStore {
     /// How many saves succeeded.
     public var saveCount: Int { state.withLock { $0.saves } }
 
+    /// The record saved for `service`, or an empty one; while ``makeCorrupt(_:)`` holds, an empty
+    /// record with the corruption, as a corrupt file reads.
     public func read(service: ServiceName) throws(AuthError) -> SettingsRead {
         state.withLock { state in
             if let corruption = state.corruption { return SettingsRead(record: SessionRecord(), corruption: corruption) }
@@ -31,6 +34,8 @@ public final class InMemorySettingsStore: SettingsStore {
         }
     }
 
+    /// Every saved record; while ``makeCorrupt(_:)`` holds, ``/AuthControllerCore/AuthError/settingsUnsafe(_:)-enum.case``,
+    /// as a file that does not parse.
     public func readAll() throws(AuthError) -> [ServiceName: SettingsRead] {
         try state.withLock { (state) throws(AuthError) -> [ServiceName: SettingsRead] in
             if let corruption = state.corruption { throw .settingsUnsafe(corruption) }
@@ -38,6 +43,8 @@ public final class InMemorySettingsStore: SettingsStore {
         }
     }
 
+    /// Keeps `record` for `service`. After ``makeCorrupt(_:)`` it drops every other record, as a
+    /// new file would, and returns `memory:settings.ini.corrupt` as the path of the kept copy.
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
         try state.withLock { (state) throws(AuthError) -> String? in
             if let failure = state.saveFailure { throw failure }
@@ -53,10 +60,14 @@ public final class InMemorySettingsStore: SettingsStore {
         }
     }
 
+    /// Runs `body` holding a lock of this store's own, in this process only; waits as long as it
+    /// takes (no deadline).
     public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {
         try lock.withLock { (_) throws(AuthError) -> T in try body() }
     }
 
+    /// Runs `body` holding this store's refresh lock of `service`; the tasks waiting for it take it
+    /// in turn, suspended, without a deadline: `timeout` is not used.
     public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
                                              _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
         try await refreshLocks.lock(service, timeout: timeout)

@@ -30,21 +30,30 @@ public final class InMemoryTokenServer: HTTPTransport {
         /// The `Date` header is left out when false.
         public var sendsDate = true
 
+        /// The defaults: no accounts, 5-minute access and 1-hour refresh tokens, rotated on
+        /// refresh, the server's clock right, no delay, a `Date` header.
         public init() {}
     }
 
     /// A canned answer, or a failure of the connection.
     public enum Scripted: Sendable {
+        /// An answer with this status, body and headers, whatever the request was.
         case answer(status: Int, body: String, headers: [String: String] = [:])
+        /// No answer: the request throws this error, as a transport does when the connection fails.
         case connectionFailure(AuthError)
     }
 
     /// One request as the server saw it.
     public struct LoggedRequest: Sendable, Equatable {
+        /// The endpoint: `login`, `register`, `refresh` or `revoke` (either protocol), else the URL's
+        /// last path component.
         public var endpoint: String
+        /// The string fields of the body, a form or a JSON object.
         public var fields: [String: String]
+        /// The `Authorization` header, if the request had one.
         public var authorization: String?
 
+        /// A request as the log records it, for comparing with ``InMemoryTokenServer/requests``.
         public init(endpoint: String, fields: [String: String], authorization: String? = nil) {
             self.endpoint = endpoint
             self.fields = fields
@@ -70,6 +79,7 @@ public final class InMemoryTokenServer: HTTPTransport {
         self.clock = clock
     }
 
+    /// Changes the configuration in place; requests that come after see the change.
     public func configure(_ change: (inout Configuration) -> Void) {
         state.withLock { change(&$0.configuration) }
     }
@@ -89,6 +99,9 @@ public final class InMemoryTokenServer: HTTPTransport {
     /// Makes every refresh token issued so far unusable (the server ended the sessions).
     public func revokeAllRefreshTokens() { state.withLock { $0.refreshTokens = [:] } }
 
+    /// The transport's side of the server: waits ``Configuration/delay`` (suspending), then answers
+    /// as ``respond(to:)``. A delay of `timeout` or more waits `timeout` seconds and throws
+    /// ``/AuthControllerCore/AuthError/temporaryFailure(_:detail:)-enum.case``, as a transport whose deadline passed.
     public func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
         let delay = state.withLock { $0.configuration.delay }
         if delay > 0 {

@@ -5,6 +5,7 @@ import Synchronization
 public final class RecordingBroadcaster: EventBroadcaster {
     private let state = Mutex<(events: [LoginEvent], failure: AuthError?)>(([], nil))
 
+    /// A broadcaster with nothing recorded yet.
     public init() {}
 
     /// Everything broadcast so far, in order.
@@ -13,6 +14,7 @@ public final class RecordingBroadcaster: EventBroadcaster {
     /// Makes every later broadcast throw `failure` (or succeed again with `nil`).
     public func failBroadcasts(with failure: AuthError?) { state.withLock { $0.failure = failure } }
 
+    /// Appends `events` to ``events``, or throws what ``failBroadcasts(with:)`` set, recording nothing.
     public func broadcast(_ events: [LoginEvent]) throws(AuthError) {
         try state.withLock { (state) throws(AuthError) in
             if let failure = state.failure { throw failure }

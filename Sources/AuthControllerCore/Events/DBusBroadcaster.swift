@@ -13,6 +13,10 @@ public struct DBusBroadcaster: EventBroadcaster {
     public var busAddress: String? { bus.address }
     private let bus: SessionBus
 
+    /// A broadcaster on the bus at `busAddress` (`unix:path=…`), or on the session bus with `nil`,
+    /// that gives each broadcast `flushTimeout` seconds to leave. Does not connect yet: the
+    /// connection, shared with the other users of that bus in this process, opens on the first
+    /// broadcast.
     public init(busAddress: String? = nil, flushTimeout: Double = 2) {
         bus = SessionBus.shared(address: busAddress)
         self.flushTimeout = flushTimeout

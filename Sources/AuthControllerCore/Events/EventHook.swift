@@ -20,6 +20,8 @@ public final class EventHook: Sendable {
     /// How long a command asked to stop (SIGTERM) may take before it is killed (SIGKILL).
     static let stopGrace: Duration = .seconds(2)
 
+    /// A hook that runs `command` with `/bin/sh -c` for each event; nothing runs until
+    /// ``run(for:environment:)``.
     public init(command: String) {
         self.command = command
     }

@@ -10,6 +10,7 @@ public struct Argon2idHasher: PasswordHasher {
         /// Lanes.
         public var parallelism: UInt32
 
+        /// Parameters of your own; ``standard`` is what new hashes use by default.
         public init(memoryKiB: UInt32, iterations: UInt32, parallelism: UInt32) {
             self.memoryKiB = memoryKiB
             self.iterations = iterations
@@ -29,6 +30,7 @@ public struct Argon2idHasher: PasswordHasher {
             memoryKiB < other.memoryKiB || iterations < other.iterations || parallelism < other.parallelism
         }
 
+        /// The parameters as a PHC string writes them: `m=65536,t=3,p=4`.
         public var description: String { "m=\(memoryKiB),t=\(iterations),p=\(parallelism)" }
     }
 
@@ -43,14 +45,22 @@ public struct Argon2idHasher: PasswordHasher {
     /// The parameters of new hashes, and the floor for upgrades.
     public let parameters: Parameters
 
+    /// A hasher that makes new hashes with `parameters` and upgrades weaker stored ones to them.
     public init(parameters: Parameters = .standard) {
         self.parameters = parameters
     }
 
+    /// Argon2id of the password's normalised bytes with a fresh 16-byte salt, as a PHC string with
+    /// a 32-byte tag. Blocks for the hashing time.
+    /// The corresponding C function is `argon2id_hash_encoded`.
     public func hash(_ password: Password) throws(AuthError) -> String {
         try hash(password, with: parameters)
     }
 
+    /// Checks the PHC string's parameters against sane bounds before anything else, then verifies
+    /// in constant time; a match on a hash weaker than ``parameters`` carries a re-hash with, for
+    /// each parameter, the larger of the two. Blocks for the hashing time. The corresponding C
+    /// function is `argon2id_verify`.
     public func verify(_ password: Password, against encoded: String) -> PasswordVerification {
         let stored: Parameters
         do {

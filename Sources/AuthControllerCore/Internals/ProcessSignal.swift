@@ -9,6 +9,7 @@ public struct ProcessSignal: RawRepresentable, Hashable, Sendable {
     /// The signal number.
     public let rawValue: Int32
 
+    /// The signal with number `rawValue` (a `SIG…` constant of the C library).
     public init(rawValue: Int32) {
         self.rawValue = rawValue
     }

@@ -87,8 +87,12 @@ enum Soup {
 /// the commands that never make one. Each request runs on a thread of its own, off Swift's
 /// cooperative pool, so a slow server never holds up other tasks.
 public struct SoupTransport: HTTPTransport {
+    /// The transport; libsoup-3.0 is loaded only by the first request.
     public init() {}
 
+    /// Sends the POST on a Dispatch thread, off the cooperative pool, and suspends until the answer or the deadline. Without
+    /// libsoup-3.0 installed this is ``AuthError/unavailable(_:detail:)-enum.case``. The corresponding
+    /// C function is `soup_session_send`.
     public func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPResponse, AuthError>, Never>) in
             DispatchQueue.global().async {

@@ -19,6 +19,16 @@ public struct SecretServiceStore: SecretStore {
     public var busAddress: String? { bus.address }
     private let bus: SessionBus
 
+    /// A store on the Secret Service of the bus at `busAddress` (`unix:path=…`), or of the session
+    /// bus with `nil`. Does not connect yet: the first call opens the connection, which this process
+    /// shares with the other users of that bus.
+    ///
+    /// - Parameters:
+    ///   - promptAllowed: whether a call that needs the keyring unlocked may show the unlock prompt;
+    ///     without it such a call throws ``AuthError/keyringLocked``.
+    ///   - promptTimeout: seconds a call that may prompt may take.
+    ///   - callTimeout: seconds any other call may take.
+    ///   - busAddress: the D-Bus address to use; `nil` for the session bus.
     public init(promptAllowed: Bool, promptTimeout: Double = 60, callTimeout: Double = 5, busAddress: String? = nil) {
         self.promptAllowed = promptAllowed
         self.promptTimeout = promptTimeout
@@ -26,6 +36,8 @@ public struct SecretServiceStore: SecretStore {
         bus = SessionBus.shared(address: busAddress)
     }
 
+    /// One `Service.SearchItems` by the key's attributes, answered while locked too. Blocks until
+    /// the reply or ``callTimeout``; never prompts.
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // One SearchItems and nothing more: this is `status`'s call.
         let found = try search(key, leavingOutTokenItems: false)
@@ -43,12 +55,17 @@ public struct SecretServiceStore: SecretStore {
         return (answer.locked, !answer.found.unlocked.isEmpty || !answer.found.locked.isEmpty)
     }
 
+    /// The default collection's `Locked` property. Blocks until the reply or ``callTimeout``; never
+    /// prompts. Without a default collection this is ``AuthError/unavailable(_:detail:)-enum.case``.
     public func isLocked() throws(AuthError) -> Bool {
         try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.collectionIsLocked(connection, path: SecretServiceCalls.defaultCollectionPath, deadline)
         }
     }
 
+    /// `Service.SearchItems`, then `Item.GetSecret` through a `plain` session. Blocks; when the item
+    /// is locked it unlocks the default collection first, which may show the prompt (see
+    /// ``unlock()``).
     public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
         if key.server != nil {
             // A token item is found exactly by its attributes: search and read in one go.
@@ -74,6 +91,9 @@ public struct SecretServiceStore: SecretStore {
         }
     }
 
+    /// `Item.SetSecret` on the item the key finds (deleting any duplicate), else
+    /// `Collection.CreateItem` in the default collection. Blocks; unlocks the collection first, which
+    /// may prompt. A write whose deadline passed is undone if the service carries it out later.
     public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
         let collection = try unlockedDefaultCollection()
         let found = try search(key)
@@ -100,6 +120,8 @@ public struct SecretServiceStore: SecretStore {
         }
     }
 
+    /// `Item.Delete` on each item the key finds. Blocks; unlocks the collection first when it is
+    /// locked and there is something to delete, which may prompt.
     public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
         // Asked first: without a default collection this is 69, not a silent "nothing to delete".
         let locked = try isLocked()
@@ -111,6 +133,9 @@ public struct SecretServiceStore: SecretStore {
         return true
     }
 
+    /// `Service.SearchItems` by `service` (and `server`), then each item's `Attributes`; items whose
+    /// `account` is not a valid ``AccountID`` are skipped. Blocks; never prompts: a locked
+    /// collection is ``AuthError/keyringLockedForListing``.
     public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         if try isLocked() { throw .keyringLockedForListing }
         var query = [("service", service.rawValue)]
@@ -130,6 +155,9 @@ public struct SecretServiceStore: SecretStore {
             .filter { seen.insert($0).inserted }
     }
 
+    /// `Service.Unlock` of the default collection when it is locked: blocks while the prompt is
+    /// shown, up to ``promptTimeout``. Throws ``AuthError/keyringLocked`` when prompts are not
+    /// allowed and ``AuthError/unlockDismissed`` when the prompt is dismissed.
     public func unlock() throws(AuthError) {
         guard try isLocked() else { return }
         try unlockedDefaultCollection()

@@ -152,12 +152,12 @@ extension SecretStore {
 }
 
 extension AuthError {
-    /// The keyring is locked and no unlock prompt may be shown (exit 69).
+    /// The keyring is locked and no unlock prompt may be shown: ``unavailable(_:detail:)-enum.case``.
     public static let keyringLocked = AuthError.unavailable(
         "the keyring is locked and no unlock prompt can be shown; unlock the login keyring (e.g. in Seahorse), or \(hint: .allowUnlockPrompt)")
-    /// Account ids cannot be listed from a locked keyring (exit 69).
+    /// Account ids cannot be listed from a locked keyring: ``unavailable(_:detail:)-enum.case``.
     public static let keyringLockedForListing = AuthError.unavailable(
         "the keyring is locked, so account ids cannot be listed; unlock the login keyring (e.g. in Seahorse) and try again")
-    /// The unlock prompt was shown and dismissed (exit 77).
+    /// The unlock prompt was shown and dismissed: ``denied(_:)-enum.case``.
     public static let unlockDismissed = AuthError.denied("the keyring unlock prompt was dismissed; the keyring stays locked")
 }

@@ -6,13 +6,16 @@
 public struct KeyFileSettingsStore: SettingsStore {
     /// The folder holding `settings.ini` and `settings.lock`.
     public let directory: String
-    /// How long to wait for the lock before giving up (exit 75).
+    /// How long to wait for the lock before giving up with ``AuthError/temporaryFailure(_:detail:)-enum.case``.
     public let lockTimeout: Double
 
+    /// The settings file, `DIRECTORY/settings.ini`.
     public var filePath: String { directory + "/settings.ini" }
     var lockPath: String { directory + "/settings.lock" }
     var corruptCopyPath: String { filePath + ".corrupt" }
 
+    /// The settings in `directory`, whose lock is waited for at most `lockTimeout` seconds. Touches
+    /// no file yet: the directory is created by the first write or lock.
     public init(directory: String, lockTimeout: Double = 5) {
         self.directory = directory
         self.lockTimeout = lockTimeout
@@ -20,6 +23,8 @@ public struct KeyFileSettingsStore: SettingsStore {
 
     // MARK: - SettingsStore
 
+    /// Reads and parses `settings.ini` without the lock; a missing file or directory reads as
+    /// nobody signed in. Blocks on the file system only.
     public func read(service: ServiceName) throws(AuthError) -> SettingsRead {
         guard try checkDirectory(), let bytes = try readFileBytes() else { return SettingsRead(record: SessionRecord()) }
         switch Self.decode(bytes, service: service) {
@@ -28,6 +33,8 @@ public struct KeyFileSettingsStore: SettingsStore {
         }
     }
 
+    /// One read of `settings.ini`, a record per group; a group that is not a valid service name is
+    /// left out.
     public func readAll() throws(AuthError) -> [ServiceName: SettingsRead] {
         guard try checkDirectory(), let bytes = try readFileBytes() else { return [:] }
         let keyFile: KeyFile
@@ -50,6 +57,10 @@ public struct KeyFileSettingsStore: SettingsStore {
         "the settings file \(filePath) is corrupt (\(corrupt.reason)); \(hint: .signInOrOutToReplaceSettings) and keeps a copy as settings.ini.corrupt"
     }
 
+    /// Writes the whole key file to a temporary file and renames it over `settings.ini`, so a
+    /// reader sees the old file or the new one, never half of one. A corrupt file is first kept as
+    /// `settings.ini.corrupt` (a hard link); when it still parses, the other services keep their
+    /// groups.
     public func save(_ record: SessionRecord, service: ServiceName) throws(AuthError) -> String? {
         try createDirectory()
         var keyFile = KeyFile()
@@ -113,6 +124,9 @@ public struct KeyFileSettingsStore: SettingsStore {
         return try body()
     }
 
+    /// An `flock` on `DIRECTORY/refresh-MD5.lock`, one file per service (named by the MD5 of the
+    /// service name), so the refreshes of one service in any process take turns. Waiting polls the
+    /// lock and suspends the task between tries, blocking no thread.
     public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
                                              _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
         // One file per service, named by a digest: a service name may be 255 bytes, too long

@@ -14,6 +14,8 @@ public struct SessionRecord: Equatable, Sendable {
     /// The signed-in account's token lifetimes (bound services only).
     public var tokenTimes: TokenTimes?
 
+    /// A record with every field given; the defaults make the record of a service nobody ever signed
+    /// in to.
     public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0,
                 binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil) {
         self.user = user

@@ -1,10 +1,13 @@
 /// One POST to a token server, as the token clients need it.
 public struct HTTPRequest: Sendable {
+    /// The absolute URL of the endpoint.
     public var url: String
     /// Header names and values, sent in order.
     public var headers: [(String, String)]
+    /// The request body: a form (`application/x-www-form-urlencoded`) or JSON, as the headers say.
     public var body: [UInt8]
 
+    /// A POST of `body` to `url` with `headers`.
     public init(url: String, headers: [(String, String)], body: [UInt8]) {
         self.url = url
         self.headers = headers
@@ -14,11 +17,14 @@ public struct HTTPRequest: Sendable {
 
 /// What the server answered.
 public struct HTTPResponse: Sendable, Equatable {
+    /// The HTTP status code.
     public var status: Int
     /// Header values by lower-cased name.
     public var headers: [String: String]
+    /// The answer's body, at most ``maximumAnswerSize`` bytes.
     public var body: [UInt8]
 
+    /// An answer with `status`, `headers` (by lower-cased name) and `body`.
     public init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
@@ -28,11 +34,13 @@ public struct HTTPResponse: Sendable, Equatable {
 
 /// Sends token requests. The contract every implementation keeps: TLS certificates are always
 /// verified; redirects are never followed (a 3xx comes back as it is); an answer over
-/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` (76) and is not read further; when
-/// `timeout` seconds pass the request is abandoned with ``AuthError/temporaryFailure(_:detail:)-enum.case``
-/// (75); a connection refused, reset or closed without an answer is
-/// ``AuthError/unavailable(_:detail:)-enum.case`` (69).
+/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` and is not read further; when
+/// `timeout` seconds pass the request is abandoned with
+/// ``AuthError/temporaryFailure(_:detail:)-enum.case``; a connection refused, reset or closed
+/// without an answer is ``AuthError/unavailable(_:detail:)-enum.case``.
 public protocol HTTPTransport: Sendable {
+    /// Sends `request` and returns the server's answer, whatever its status, giving up after
+    /// `timeout` seconds.
     func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse
 }
 

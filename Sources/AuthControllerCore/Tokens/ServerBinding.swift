@@ -9,13 +9,21 @@ public struct ServerBinding: Equatable, Sendable {
         case json
     }
 
+    /// The token server: for `oauth2` the token endpoint itself, for `json` the URL that
+    /// `login`, `register` and `refresh_tokens` are appended to.
     public var server: ServerURL
+    /// How authctl talks to the server.
     public var tokenProtocol: TokenProtocol
+    /// The OAuth `client_id` sent with each `oauth2` grant and revocation; `nil` to send none.
     public var clientID: String?
+    /// The OAuth `scope` sent with each `oauth2` grant (words separated by single spaces);
+    /// `nil` to send none.
     public var scope: String?
     /// Where refresh tokens are revoked at sign-out (RFC 7009); `nil` for none.
     public var revokeURL: ServerURL?
 
+    /// A binding of already validated parts; ``init(validatingServer:protocol:clientID:scope:revokeURL:)``
+    /// checks text typed by a user.
     public init(server: ServerURL, tokenProtocol: TokenProtocol = .oauth2, clientID: String? = nil, scope: String? = nil,
                 revokeURL: ServerURL? = nil) {
         self.server = server
@@ -80,6 +88,7 @@ public struct TokenTimes: Equatable, Sendable {
     /// The access token's lifetime as the server granted it, in seconds; `nil` when unknown.
     public var accessLifetime: UInt64?
 
+    /// Lifetimes with every field given; the defaults say nothing is known.
     public init(accessExpiresAt: UInt64? = nil, refreshExpiresAt: UInt64? = nil, clockOffset: Int64 = 0,
                 accessLifetime: UInt64? = nil) {
         self.accessExpiresAt = accessExpiresAt

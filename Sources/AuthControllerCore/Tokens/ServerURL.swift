@@ -75,6 +75,7 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
         self.isLoopback = isLoopback
     }
 
+    /// The normalised URL, as stored in the settings and shown in messages.
     public var description: String { rawValue }
 
     /// `localhost`, `[::1]`, or a canonical dotted quad in 127.0.0.0/8. Canonical: the C

@@ -4,11 +4,11 @@ import FoundationEssentials
 /// Two implementations, one per protocol; `AuthControllerTesting` adds an in-memory server.
 public protocol TokenClient: Sendable {
     /// Sends the password (password grant, or registration with `register`). A wrong password
-    /// is ``AuthError/denied(_:)-enum.case`` (77).
+    /// is ``AuthError/denied(_:)-enum.case``.
     func signIn(account: AccountID, password: Password, register: Bool) async throws(AuthError) -> TokenGrant
 
     /// Exchanges the refresh token for new tokens. A refresh token the server no longer accepts
-    /// is ``AuthError/denied(_:)-enum.case`` (77): the session is over.
+    /// is ``AuthError/denied(_:)-enum.case``: the session is over.
     func refresh(_ tokens: TokenSet) async throws(AuthError) -> TokenGrant
 
     /// Revokes the refresh token where the server offers it (RFC 7009); does nothing otherwise.
@@ -73,7 +73,7 @@ struct TokenExchange: Sendable {
     }
 
     /// A token as it may be stored, printed on one line and sent in a header: visible ASCII
-    /// only (RFC 6750's b64token is narrower still). Anything else is not understood (76).
+    /// only (RFC 6750's b64token is narrower still). Anything else is ``AuthError/protocolError(_:)-enum.case``.
     static func token(_ value: String?, _ key: String, server: ServerURL) throws(AuthError) -> String? {
         guard let value, !value.isEmpty else { return nil }
         guard value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {

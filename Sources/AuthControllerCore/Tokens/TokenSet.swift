@@ -1,10 +1,15 @@
 /// The secret part of a signed-in account of a bound service, kept as one keyring item
 /// (never in a file): a JSON object with `accessToken`, `refreshToken` (may be absent) and `tokenType`.
 public struct TokenSet: Codable, Equatable, Sendable {
+    /// The access token: the credential an app presents to the services behind the token server.
     public var accessToken: String
+    /// The token that gets a new access token; `nil` when the server gave none, and the access
+    /// token then cannot be renewed.
     public var refreshToken: String?
+    /// The access token's type: `Bearer`, the only type authctl accepts from a server.
     public var tokenType: String
 
+    /// The tokens as a server gave them.
     public init(accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer") {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -24,14 +29,18 @@ public struct TokenGrant: Equatable, Sendable {
         case at(serverMicroseconds: UInt64)
     }
 
+    /// The tokens the server gave.
     public var tokens: TokenSet
+    /// When the access token expires, as the server said it; `nil` when it did not.
     public var accessExpiry: Expiry?
+    /// When the refresh token expires, as the server said it; `nil` when it did not.
     public var refreshExpiry: Expiry?
     /// The server's `Date` header, taken as the middle of its second, in µs; `nil` without one.
     public var serverDate: UInt64?
     /// When the answer arrived, by the local clock, in µs.
     public var arrivedAt: UInt64
 
+    /// An answer with every field given, as a token client parses it.
     public init(tokens: TokenSet, accessExpiry: Expiry? = nil, refreshExpiry: Expiry? = nil, serverDate: UInt64? = nil,
                 arrivedAt: UInt64) {
         self.tokens = tokens
