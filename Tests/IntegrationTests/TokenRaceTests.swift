@@ -1,0 +1,35 @@
+import AuthController
+@testable import AuthControllerCore
+import DesktopSandbox
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `authctl token` against other authctl processes and signals, with a real token server and
+/// keyring: a race with another authctl is never a broken Secret Service, and a refresh token
+/// the server rotated is never lost — not to a signal, not to a sign-out.
+@Suite("Tokens racing other processes and signals")
+struct TokenRaceTests {
+    @Test("an item deleted between the search and the read is not there: its attributes and its secret are nil")
+    func itemDeletedAfterTheSearch() async throws {
+        let scenario = try await Scenario()
+        let store = SecretServiceStore(promptAllowed: false, busAddress: scenario.sandbox.busAddress)
+        let key = ItemKey(service: scenario.serviceName, account: AccountID(rawValue: "alice")!,
+                          server: try ServerURL(validating: "https://auth.test/token"))
+        try store.store(Array(#"{"accessToken":"a","tokenType":"Bearer"}"#.utf8), contentType: "application/json", for: key, label: "tokens")
+        let bus = SessionBus.shared(address: scenario.sandbox.busAddress)
+        let connection = try bus.connection(timeout: 5)
+        let found = try SecretServiceCalls.searchItems(connection, attributes: key.attributes, Deadline(seconds: 5))
+        let path = try #require(found.unlocked.first)
+        _ = try store.deleteItem(key)
+        let attributes = try SecretServiceCalls.itemsAttributes(connection, paths: [path], Deadline(seconds: 5))
+        #expect(attributes.count == 1)
+        #expect(attributes.first.map { $0 == nil } == true)
+        let secret = try bus.callUnlessGone("read the secret", timeout: 5) { connection, deadline throws(GLibError) in
+            try SecretServiceCalls.secret(connection, item: path, deadline)
+        }
+        #expect(secret == nil)
+    }
+}
