@@ -12,6 +12,16 @@ import Glibc
 /// the server rotated is never lost — not to a signal, not to a sign-out.
 @Suite("Tokens racing other processes and signals")
 struct TokenRaceTests {
+    /// A server that knows alice, and alice signed in at it with the revocation URL bound.
+    func signedIn(_ settings: [String: any Sendable] = [:]) async throws -> (TokenServer, Scenario) {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw"]].merging(settings) { $1 })
+        let scenario = try await Scenario()
+        try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        return (server, scenario)
+    }
+
     @Test("an item deleted between the search and the read is not there: its attributes and its secret are nil")
     func itemDeletedAfterTheSearch() async throws {
         let scenario = try await Scenario()
@@ -31,5 +41,20 @@ struct TokenRaceTests {
             try SecretServiceCalls.secret(connection, item: path, deadline)
         }
         #expect(secret == nil)
+    }
+
+    @Test("sign-out or forget during a refresh waits for it and revokes the rotated refresh token: none stays live",
+          arguments: [["sign-out"], ["forget", "alice"]])
+    func endingDuringRefresh(_ ending: [String]) async throws {
+        let (server, scenario) = try await signedIn(["refresh_answer_delay": 1.5])
+        let refreshing = try await scenario.start(["token", "--refresh"])
+        try #require(try await eventually(within: .seconds(20)) { try server.count("refresh") == 1 }, "\(refreshing.stderr)")
+        let run = try await scenario.authctl(ending)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run)")
+        let refreshed = await refreshing.wait(timeout: 30)
+        #expect(refreshed.status == 0, "the refresh completed before the session ended: \(refreshed)")
+        #expect(try server.liveRefreshTokens().isEmpty)
+        #expect(try server.log().last?["endpoint"] as? String == "revoke")
     }
 }
