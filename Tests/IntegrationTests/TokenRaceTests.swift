@@ -22,6 +22,36 @@ struct TokenRaceTests {
         return (server, scenario)
     }
 
+    @Test("`token` and `accounts` racing sign-out, forget and sign-in: every `token` exits 0 or 1, no stderr line names a D-Bus error")
+    func tokenRacingSignOut() async throws {
+        let (server, scenario) = try await signedIn()
+        defer { withExtendedLifetime(server) {} }
+        let clock = ContinuousClock()
+        let giveUp = clock.now.advanced(by: .seconds(90))
+        var tokens: [Run] = []
+        var listings: [Run] = []
+        for round in 0..<14 where clock.now < giveUp {
+            let ending = round % 2 == 0 ? ["sign-out"] : ["forget", "alice"]
+            var started: [(command: String, process: Spawned)] = []
+            // Tokens before, beside and after the ending, so some read while the item goes, and
+            // forced refreshes, so some wait for the refresh lock while the session ends.
+            for arguments in [["token"], ["token", "--refresh"], ["accounts"], ending, ["token"], ["token", "--refresh"], ["accounts"], ["token"]] {
+                started.append((arguments[0], try await scenario.start(arguments)))
+            }
+            for (command, process) in started {
+                let run = await process.wait(timeout: 60)
+                if command == "token" { tokens.append(run) }
+                if command == "accounts" { listings.append(run) }
+            }
+            try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        }
+        #expect(tokens.count >= 20, "the loop ran too few rounds to race")
+        #expect(tokens.allSatisfy { $0.status == 0 || $0.status == 1 }, "\(tokens.filter { $0.status != 0 && $0.status != 1 })")
+        #expect(!tokens.contains { $0.stderr.contains("org.freedesktop.") }, "\(tokens.filter { $0.stderr.contains("org.freedesktop.") })")
+        #expect(listings.allSatisfy { $0.status == 0 }, "\(listings.filter { $0.status != 0 })")
+        #expect(!listings.contains { $0.stderr.contains("org.freedesktop.") }, "\(listings.filter { $0.stderr.contains("org.freedesktop.") })")
+    }
+
     @Test("an item deleted between the search and the read is not there: its attributes and its secret are nil")
     func itemDeletedAfterTheSearch() async throws {
         let scenario = try await Scenario()
