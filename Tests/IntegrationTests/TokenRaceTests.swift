@@ -73,6 +73,26 @@ struct TokenRaceTests {
         #expect(secret == nil)
     }
 
+    @Test("SIGTERM, SIGINT or SIGHUP during a refresh: the answer is awaited and stored, so the next refresh works",
+          arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signalDuringRefresh(_ signal: Int32) async throws {
+        let (server, scenario) = try await signedIn(["refresh_answer_delay": 1.5])
+        let refreshing = try await scenario.start(["token", "--refresh"])
+        // The server has rotated the refresh token once it logged the request; its answer is on its way.
+        try #require(try await eventually(within: .seconds(20)) { try server.count("refresh") == 1 }, "\(refreshing.stderr)")
+        refreshing.signal(signal)
+        let run = await refreshing.wait(timeout: 30)
+        #expect(run.status == 128 + signal, "ended by the signal: \(run)")
+        #expect(run.stdout.isEmpty, "\(run)")
+        try server.configure(["refresh_answer_delay": 0])
+        let again = try await scenario.authctl("token", "--refresh")
+        #expect(again.status == 0, "the rotated refresh token was stored: \(again)")
+        let presented = try server.log().filter { $0["endpoint"] as? String == "refresh" }
+            .map { ($0["fields"] as? [String: String])?["refresh_token"] ?? "" }
+        #expect(presented.count == 2)
+        #expect(Set(presented).count == 2, "the second refresh presented the rotated token, not the first one again: \(presented)")
+    }
+
     @Test("sign-out or forget during a refresh waits for it and revokes the rotated refresh token: none stays live",
           arguments: [["sign-out"], ["forget", "alice"]])
     func endingDuringRefresh(_ ending: [String]) async throws {
