@@ -113,14 +113,14 @@ struct Token: AsyncParsableCommand {
         commandName: "token",
         abstract: "Print the signed-in account's access token, refreshed first when it is about to expire.",
         discussion: """
-            The token is refreshed when it expires in less than --min-valid seconds (at most half \\
+            The token is refreshed when it expires in less than --min-valid seconds (at most half \
             the lifetime the server granted). One refresh at a time, however many processes ask.
             Use it as `curl -H "Authorization: Bearer $(authctl token)" …`.
-            Exit status: 0; 1 nobody signed in; 65 the service is not bound; 77 the server ended \\
-            the session (sign in again); 69/75/76 the server failed, did not answer, or was not \\
+            Exit status: 0; 1 nobody signed in; 65 the service is not bound; 77 the server ended \
+            the session (sign in again); 69/75/76 the server failed, did not answer, or was not \
             understood — but a token that has not expired yet is printed anyway, with a warning.
-            SIGINT, SIGTERM and SIGHUP end the command only once a refresh under way is answered \\
-            and stored (each step within its deadline), so the refresh token the server rotated \\
+            SIGINT, SIGTERM and SIGHUP end the command only once a refresh under way is answered \
+            and stored (each step within its deadline), so the refresh token the server rotated \
             is kept; the command then prints nothing.
             """
     )
