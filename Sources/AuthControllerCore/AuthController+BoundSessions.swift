@@ -140,16 +140,20 @@ extension AuthController {
     }
 
     /// The signed-in session of a bound service: ends it first when its refresh token expired
-    /// or its tokens are gone. Blocks.
-    private func currentSession() throws(AuthError) -> Session {
+    /// or its tokens are gone. A session signed out meanwhile by another process is nobody
+    /// signed in; one signed in again meanwhile is read once more. Blocks.
+    private func currentSession(readingAgain: Bool = true) throws(AuthError) -> Session {
         let record = try intactRecord()
         guard let binding = record.binding else {
             throw .invalidInput("\(service) is not bound to a token server; \(hint: .bindServer)")
         }
         guard let user = record.user else { throw .notSignedIn("nobody is signed in to \(service)") }
-        if sessionHasEnded(record) { throw try endSession(of: user, reason: .expired) }
+        if sessionHasEnded(record), let ended = try endSession(of: user, reason: .expired) { throw ended }
         guard let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server) else {
-            throw try endSession(of: user, reason: .removed)
+            if let ended = try endSession(of: user, reason: .removed) { throw ended }
+            // Signed out and in again between this one's reads: the new session.
+            guard readingAgain else { throw .notSignedIn("\(user) was signed out of \(service) meanwhile") }
+            return try currentSession(readingAgain: false)
         }
         return Session(user: user, binding: binding, tokens: tokens, times: record.tokenTimes ?? TokenTimes())
     }
@@ -172,11 +176,16 @@ extension AuthController {
         do {
             session = try await offload { () throws(AuthError) in try self.currentSession() }
         } catch {
-            // Whoever held the lock before ended the session (or it expired meanwhile).
-            if case .notSignedIn = error { throw ended }
+            // Whoever held the lock before ended the session: the server (or its expiry), which
+            // is this refresh's end too, or a sign-out or `forget`, after which nobody is signed in.
+            if case .notSignedIn = error,
+               try await offload({ () throws(AuthError) in try self.intactRecord().endedBecause }) == .expired { throw ended }
             throw error
         }
-        guard session.user == user, session.binding == binding else { throw ended }
+        // Another account signed in meanwhile: this one was signed out.
+        guard session.user == user, session.binding == binding else {
+            throw .notSignedIn("\(user) was signed out of \(service) meanwhile")
+        }
         // Another process may have refreshed while this one waited: its token is used as it is.
         if forced ? session.tokens != seen.tokens : !isDue(session.times, minValid: minValid) {
             return AccessToken(user: user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
@@ -203,7 +212,7 @@ extension AuthController {
             if let again, again.refreshToken != session.tokens.refreshToken {
                 return AccessToken(user: session.user, tokens: again, expiresAt: try intactRecord().tokenTimes?.accessExpiresAt)
             }
-            throw try endSession(of: session.user, reason: .expired)
+            throw try endSession(of: session.user, reason: .expired) ?? error
         }
         if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
         return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
@@ -237,21 +246,34 @@ extension AuthController {
 
     /// Signs `user` out because the server ended the session (`expired`) or its item is gone
     /// (`removed`): the item is deleted, the user cleared, one event. Returns the error to
-    /// report. Blocks.
-    private func endSession(of user: AccountID, reason: LoginEvent.Reason) throws(AuthError) -> AuthError {
+    /// report; `nil` when, for `removed`, the item is there again (signed out and in again
+    /// meanwhile), and nothing was ended. Blocks.
+    private func endSession(of user: AccountID, reason: LoginEvent.Reason) throws(AuthError) -> AuthError? {
         var server = ""
         var endedMeanwhile = false
+        var serverEndedIt = reason == .expired
+        var signedInAgain = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             server = record.binding.map { " at \($0.server)" } ?? ""
             // The transaction itself ends a session whose item is gone (reason `removed`), and
             // another process may have ended it between this one's reads: then it has ended.
             guard record.user == user, record.binding != nil else {
                 endedMeanwhile = read.record.user != user
+                serverEndedIt = serverEndedIt || read.record.endedBecause == .expired
+                return Change()
+            }
+            // Still signed in after the transaction's own look at the item: it is back.
+            if reason == .removed {
+                signedInAgain = true
                 return Change()
             }
             return try endingSession(of: user, in: record, reason: reason)
         }
+        if signedInAgain { return nil }
         if endedMeanwhile {
+            // Signed out or forgotten by another process: nobody is signed in. An expiry this
+            // process saw itself, or the server's end of it, is the session's end.
+            guard serverEndedIt else { return .notSignedIn("nobody is signed in to \(service)") }
             return .denied("the session of \(user)\(server) (\(service)) has ended; sign in again")
         }
         return reason == .removed

@@ -57,7 +57,7 @@ extension AuthController {
                        deletingItem: Bool = true) throws(AuthError) -> Change {
         var change = Change()
         change.events = [try event(.signedOut, user, reason, name: record.name ?? "", at: clock(), after: record.sequence)]
-        change.record = record.signedOut(sequence: change.events[0].sequence)
+        change.record = record.signedOut(sequence: change.events[0].sequence, because: reason)
         if deletingItem {
             let key = itemKey(user, in: record)
             let removed = try keyring.secret(key)

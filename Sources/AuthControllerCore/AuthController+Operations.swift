@@ -85,13 +85,19 @@ extension AuthController {
     /// settings file is replaced (a copy is kept) and nothing else happens. Emits one
     /// `signed-out` event (reason `sign-out`). May show the keyring's unlock prompt, before the
     /// settings lock is taken. The D-Bus method `SignOut` of `serve` calls it.
+    ///
+    /// A bound service's sign-out first waits for a token refresh under way (the refresh
+    /// lock, as ``accessToken(minValid:forceRefresh:)`` takes it), so the refresh token it
+    /// revokes is the newest one.
     @discardableResult
     public func signOut(keepingCredentials: Bool) async throws(AuthError) -> ChangeOutcome {
-        let (outcome, revocation) = try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
-            let record = try self.settings.read(service: self.service).record
-            let revocation = keepingCredentials ? nil : self.revocation(of: record.user, in: record)
-            let outcome = try self.signingOut(keepingCredentials: keepingCredentials)
-            return (outcome, outcome.events.contains { $0.reason == .signOut } ? revocation : nil)
+        let (outcome, revocation) = try await afterRefreshUnderWay { () async throws(AuthError) -> (ChangeOutcome, Revocation?) in
+            try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
+                let record = try self.settings.read(service: self.service).record
+                let revocation = keepingCredentials ? nil : self.revocation(of: record.user, in: record)
+                let outcome = try self.signingOut(keepingCredentials: keepingCredentials)
+                return (outcome, outcome.events.contains { $0.reason == .signOut } ? revocation : nil)
+            }
         }
         return await revoking(revocation, after: outcome)
     }
@@ -100,14 +106,43 @@ extension AuthController {
     /// tokens, whose refresh token is revoked at the server as ``signOut(keepingCredentials:)``
     /// does. If `account` is signed in, it is signed out: one `signed-out` event, reason
     /// `forget`. Idempotent: an account without an item is a note in the outcome. May show the
-    /// keyring's unlock prompt, before the settings lock is taken.
+    /// keyring's unlock prompt, before the settings lock is taken. As a sign-out, it first waits
+    /// for a token refresh under way.
     @discardableResult
     public func forget(_ account: AccountID) async throws(AuthError) -> ChangeOutcome {
-        let (outcome, revocation) = try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
-            let revocation = self.revocation(of: account, in: try self.intactRecord())
-            return (try self.forgetting(account), revocation)
+        let (outcome, revocation) = try await afterRefreshUnderWay { () async throws(AuthError) -> (ChangeOutcome, Revocation?) in
+            try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
+                let revocation = self.revocation(of: account, in: try self.intactRecord())
+                return (try self.forgetting(account), revocation)
+            }
         }
         return await revoking(revocation, after: outcome)
+    }
+
+    /// Runs `body`, which reads the tokens it will revoke and ends their session, holding the
+    /// refresh lock of a bound service: a refresh under way in any process stores its rotated
+    /// refresh token first, and none starts until `body` is done. The lock is waited for as a
+    /// refresh waits for it; a refresher that holds it longer (a stopped process) does not keep
+    /// the session from ending: `body` then runs without it, with a warning. The server is never
+    /// asked under the lock, and never under the settings lock.
+    private func afterRefreshUnderWay<Revoked: Sendable>(
+        _ body: @escaping @Sendable () async throws(AuthError) -> (ChangeOutcome, Revoked?)
+    ) async throws(AuthError) -> (ChangeOutcome, Revoked?) {
+        let bound = try await offload { () throws(AuthError) in try self.settings.read(service: self.service).record.binding != nil }
+        guard bound else { return try await body() }
+        var ran = false
+        do {
+            return try await settings.withRefreshLock(service: service, timeout: serverTimeout.seconds + 5) { () async throws(AuthError) in
+                ran = true
+                return try await body()
+            }
+        } catch {
+            guard !ran, case .temporaryFailure = error else { throw error }
+            var (outcome, revoked) = try await body()
+            outcome.warnings.append("another authctl was still refreshing the token of \(service) after \(formatSeconds(serverTimeout.seconds + 5)) s; "
+                                    + "its new refresh token, if it gets one, stays valid at the server until it expires")
+            return (outcome, revoked)
+        }
     }
 
     /// Checks `password` against the signed-in account (re-authentication): against its stored

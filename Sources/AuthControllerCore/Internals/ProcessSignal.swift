@@ -31,6 +31,20 @@ public struct ProcessSignal: RawRepresentable, Hashable, Sendable {
         _ = signal(rawValue, SIG_IGN)
     }
 
+    /// Ends this process as the signal's default action would, so that its parent sees it
+    /// killed by the signal (a shell then stops a script on Ctrl-C, as it should): restores the
+    /// default action, unblocks the signal and sends it to this process. Returns only if that
+    /// default action does not end a process.
+    /// The corresponding C functions are `signal` with `SIG_DFL`, `pthread_sigmask` and `raise`.
+    public func raiseWithDefaultAction() {
+        _ = signal(rawValue, SIG_DFL)
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        sigaddset(&unblocked, rawValue)
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+        raise(rawValue)
+    }
+
     /// The deliveries of `signals` from now on, in order. While the stream exists the signals
     /// no longer end the process; they only arrive here. Ending the iteration (or cancelling
     /// the task that iterates) stops listening, but the signals stay ignored.

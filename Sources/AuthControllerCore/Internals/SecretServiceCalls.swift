@@ -96,7 +96,8 @@ enum SecretServiceCalls {
 
     /// `SearchItems` and `OpenSession` sent together (one round trip, not two), then the first
     /// unlocked item's `GetSecret`: the read of `authctl token`. Returns the search's result and
-    /// the secret (`nil` when no unlocked item matched).
+    /// the secret (`nil` when no unlocked item matched, or the item found was deleted before
+    /// its secret could be read).
     static func searchAndReadSecret(_ connection: GDBus.Connection, attributes: [(String, String)],
                                     _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), secret: [UInt8]?) {
         let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
@@ -104,29 +105,43 @@ enum SecretServiceCalls {
             (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
             (servicePath, "org.freedesktop.Secret.Service", "OpenSession", openParameters, "(vo)"),
         ], deadline)
-        defer { for reply in replies { g_variant_unref(reply) } }
-        let found = (GVariant.strings(in: replies[0], at: 0), GVariant.strings(in: replies[0], at: 1))
-        let session = GVariant.string(in: replies[1], at: 1)
+        defer { for reply in replies { if let reply { g_variant_unref(reply) } } }
+        let found = (GVariant.strings(in: replies[0]!, at: 0), GVariant.strings(in: replies[0]!, at: 1))
+        let session = GVariant.string(in: replies[1]!, at: 1)
         defer {
             g_dbus_connection_call(connection.pointer, busName, session, "org.freedesktop.Secret.Session", "Close", nil, nil,
                                    G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
         }
         guard let item = found.0.first else { return (found, nil) }
-        return (found, try getSecret(connection, item: item, session: session, deadline))
+        do {
+            return (found, try getSecret(connection, item: item, session: session, deadline))
+        } catch {
+            // Another process deleted the item between the search and the read.
+            if error.isMissingObject { return (found, nil) }
+            throw error
+        }
     }
 
     /// Sends the calls without awaiting each reply — at most ``maximumInFlight`` at a time, since
     /// a bus limits the replies one connection may await (dbus-daemon's default is 128) — on a
     /// private main context; returns the replies in order (owned by the caller) or the first
-    /// failure. The corresponding C functions are `g_dbus_connection_call` and `_call_finish`.
+    /// failure. With `skippingGoneObjects`, a call on an object that is gone
+    /// (``GLibError/isMissingObject``) is a `nil` reply, not a failure; otherwise every reply
+    /// is there. The corresponding C functions are `g_dbus_connection_call` and `_call_finish`.
     private static func pipelined(_ connection: GDBus.Connection,
                                   _ calls: [(path: String, interface: String, method: String, parameters: OpaquePointer, replyType: StaticString)],
-                                  _ deadline: Deadline) throws(GLibError) -> [OpaquePointer] {
+                                  skippingGoneObjects: Bool = false,
+                                  _ deadline: Deadline) throws(GLibError) -> [OpaquePointer?] {
         final class Replies {
             var values: [OpaquePointer?]
             var failure: GLibError?
             var pending: Int
-            init(_ count: Int) { values = Array(repeating: nil, count: count); pending = count }
+            let skippingGoneObjects: Bool
+            init(_ count: Int, skippingGoneObjects: Bool) {
+                values = Array(repeating: nil, count: count)
+                pending = count
+                self.skippingGoneObjects = skippingGoneObjects
+            }
         }
         final class Slot {
             let replies: Replies
@@ -139,7 +154,7 @@ enum SecretServiceCalls {
             g_main_context_pop_thread_default(context)
             g_main_context_unref(context)
         }
-        let replies = Replies(calls.count)
+        let replies = Replies(calls.count, skippingGoneObjects: skippingGoneObjects)
         func send(_ index: Int) {
             let call = calls[index]
             let slot = Unmanaged.passRetained(Slot(replies, index)).toOpaque()
@@ -151,7 +166,8 @@ enum SecretServiceCalls {
                 let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
                 if let error {
                     let failure = GLibError.take(error)
-                    if slot.replies.failure == nil { slot.replies.failure = failure }
+                    let gone = slot.replies.skippingGoneObjects && failure.isMissingObject
+                    if !gone && slot.replies.failure == nil { slot.replies.failure = failure }
                 }
                 slot.replies.values[slot.index] = reply
                 slot.replies.pending -= 1
@@ -169,7 +185,7 @@ enum SecretServiceCalls {
             for value in replies.values { if let value { g_variant_unref(value) } }
             throw failure
         }
-        return replies.values.map { $0! }
+        return replies.values
     }
 
     /// `Collection.CreateItem(a{sv} properties, (oayays) secret, b replace) → (o item, o prompt)`,
@@ -281,14 +297,16 @@ enum SecretServiceCalls {
     }
 
     /// The `Attributes` of many items at once: the `Properties.Get`s are pipelined, so a
-    /// thousand items cost about one round trip, not a thousand.
-    static func itemsAttributes(_ connection: GDBus.Connection, paths: [String], _ deadline: Deadline) throws(GLibError) -> [[String: String]] {
+    /// thousand items cost about one round trip, not a thousand. `nil` for an item deleted since
+    /// it was found.
+    static func itemsAttributes(_ connection: GDBus.Connection, paths: [String], _ deadline: Deadline) throws(GLibError) -> [[String: String]?] {
         let replies = try pipelined(connection, paths.map { path in
             (path, "org.freedesktop.DBus.Properties", "Get",
              variantTuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")]), "(v)")
-        }, deadline)
-        defer { for reply in replies { g_variant_unref(reply) } }
+        }, skippingGoneObjects: true, deadline)
+        defer { for reply in replies { if let reply { g_variant_unref(reply) } } }
         return replies.map { reply in
+            guard let reply else { return nil }
             guard let boxed = g_variant_get_child_value(reply, 0) else { return [:] }
             defer { g_variant_unref(boxed) }
             let value = g_variant_get_variant(boxed)!

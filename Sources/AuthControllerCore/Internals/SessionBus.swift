@@ -71,14 +71,34 @@ final class SessionBus: Sendable {
         do {
             return try body(connection, deadline)
         } catch {
-            if let missingObject, let name = error.remoteName, Self.missingObjectErrors.contains(name) { throw missingObject }
+            if let missingObject, error.isMissingObject { throw missingObject }
             throw ErrorMap.authError(error, from: peer, while: what, deadline: deadline)
         }
     }
 
-    private static let missingObjectErrors: Set<String> = [
-        "org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
-        "org.freedesktop.DBus.Error.UnknownMethod",
-    ]
+    /// As ``call(_:on:timeout:missingObject:_:)``, for a call on an object found a moment
+    /// before: `nil` when the object is gone by the time it is called (another process deleted
+    /// the item meanwhile), which is "not there", not a broken service.
+    func callUnlessGone<T>(_ what: String, timeout: Double, _ body: (GDBus.Connection, Deadline) throws(GLibError) -> T) throws(AuthError) -> T? {
+        let connection = try connection(timeout: timeout)
+        let deadline = Deadline(seconds: timeout)
+        do {
+            return try body(connection, deadline)
+        } catch {
+            if error.isMissingObject { return nil }
+            throw ErrorMap.authError(error, from: .secretService, while: what, deadline: deadline)
+        }
+    }
+}
+
+extension GLibError {
+    /// The object called is not there: the Secret Service answers `NoSuchObject` for an item
+    /// it no longer has, and the bus `UnknownObject` or `UnknownMethod` for a path at which
+    /// nothing is exported any more (gnome-keyring's answer for a deleted item).
+    var isMissingObject: Bool {
+        guard let remoteName else { return false }
+        return ["org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
+                "org.freedesktop.DBus.Error.UnknownMethod"].contains(remoteName)
+    }
 }
 

@@ -86,7 +86,8 @@ public struct SecretServiceStore: SecretStore {
             if found.locked.isEmpty { return nil }
             throw .keyringLocked  // in another, locked collection
         }
-        return try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+        // Deleted since the search (by another authctl, say): not there.
+        return try bus.callUnlessGone("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.secret(connection, item: path, deadline)
         }
     }
@@ -147,10 +148,11 @@ public struct SecretServiceStore: SecretStore {
         let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked, deadline)
         }
-        // Password items have no `server`; items another tool stored with an account attribute
-        // that is not a valid id are skipped; duplicates another tool left count once.
+        // Password items have no `server`; items deleted since the search (`nil`) are not there;
+        // items another tool stored with an account attribute that is not a valid id are
+        // skipped; duplicates another tool left count once.
         var seen = Set<AccountID>()
-        return attributes.filter { $0["server"] == server?.rawValue }
+        return attributes.compactMap { $0 }.filter { $0["server"] == server?.rawValue }
             .compactMap { $0["account"].flatMap(AccountID.init(rawValue:)) }
             .filter { seen.insert($0).inserted }
     }
@@ -174,7 +176,8 @@ public struct SecretServiceStore: SecretStore {
     /// A search by `service` and `account` also matches that account's token items, which add
     /// a `server` attribute; for a password key those are left out, at the cost of one more
     /// (pipelined) round trip when anything was found. Attribute names stay readable while
-    /// the collection is locked, so this works then too.
+    /// the collection is locked, so this works then too. An item deleted between the search and
+    /// that round trip is left out too.
     private func search(_ key: ItemKey, leavingOutTokenItems: Bool = true) throws(AuthError) -> (unlocked: [String], locked: [String]) {
         let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
@@ -184,16 +187,17 @@ public struct SecretServiceStore: SecretStore {
         let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.itemsAttributes(connection, paths: paths, deadline)
         }
-        let tokenItems = Set(zip(paths, attributes).filter { $0.1["server"] != nil }.map(\.0))
-        return (found.unlocked.filter { !tokenItems.contains($0) }, found.locked.filter { !tokenItems.contains($0) })
+        let leftOut = Set(zip(paths, attributes).filter { $0.1 == nil || $0.1?["server"] != nil }.map(\.0))
+        return (found.unlocked.filter { !leftOut.contains($0) }, found.locked.filter { !leftOut.contains($0) })
     }
 
     /// Deletes one item of `key`; if the deadline passes, a delete the service carries out
-    /// afterwards is undone by storing the item again.
+    /// afterwards is undone by storing the item again. An item already gone is left so.
     private func delete(_ item: String, of key: ItemKey) throws(AuthError) {
-        let (secret, label) = try bus.call("read the item of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+        let read = try bus.callUnlessGone("read the item of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
             (try SecretServiceCalls.secret(connection, item: item, deadline), try SecretServiceCalls.itemLabel(connection, item: item, deadline))
         }
+        guard let (secret, label) = read else { return }
         try undoingLateWrites("delete the item of \(key)", { connection, deadline throws(GLibError) in
             try SecretServiceCalls.deleteItem(connection, item: item, deadline)
         }, undo: { connection, deadline throws(GLibError) in

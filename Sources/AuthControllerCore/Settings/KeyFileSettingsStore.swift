@@ -102,6 +102,7 @@ public struct KeyFileSettingsStore: SettingsStore {
         set("refresh-expires-at", times?.refreshExpiresAt.map(Timestamp.rfc3339(microseconds:)))
         set("clock-offset", times.map { String($0.clockOffset) })
         set("access-lifetime", times?.accessLifetime.map { String($0) })
+        set("ended", record.user == nil && record.binding != nil ? record.endedBecause?.rawValue : nil)
         keyFile.setString(String(record.sequence), group: group, key: "sequence")
         try writeAtomically(keyFile.data())
         return replacedCopy
@@ -198,7 +199,11 @@ public struct KeyFileSettingsStore: SettingsStore {
             record.sequence = number
         }
         record.binding = try binding(value)
-        guard let user = try value("user"), !user.isEmpty else { return record }
+        guard let user = try value("user"), !user.isEmpty else {
+            // A hint only: a value this version does not know is no reason.
+            if record.binding != nil { record.endedBecause = try value("ended").flatMap(LoginEvent.Reason.init(rawValue:)) }
+            return record
+        }
         guard let account = AccountID(rawValue: user) else { throw Corrupt(reason: "'user' is not a valid account id") }
         record.user = account
         let name = try value("name") ?? ""

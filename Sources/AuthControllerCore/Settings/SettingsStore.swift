@@ -13,22 +13,28 @@ public struct SessionRecord: Equatable, Sendable {
     public var binding: ServerBinding?
     /// The signed-in account's token lifetimes (bound services only).
     public var tokenTimes: TokenTimes?
+    /// While nobody is signed in to a bound service: why the last session ended (the reason of
+    /// its `signed-out` event), so a process that waited while it ended can tell a session the
+    /// server ended from one that was signed out.
+    public var endedBecause: LoginEvent.Reason?
 
     /// A record with every field given; the defaults make the record of a service nobody ever signed
     /// in to.
     public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0,
-                binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil) {
+                binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil, endedBecause: LoginEvent.Reason? = nil) {
         self.user = user
         self.name = name
         self.signedInAt = signedInAt
         self.sequence = sequence
         self.binding = binding
         self.tokenTimes = tokenTimes
+        self.endedBecause = endedBecause
     }
 
-    /// The record once nobody is signed in, the last event being `sequence`: the binding stays.
-    public func signedOut(sequence: UInt64) -> SessionRecord {
-        SessionRecord(sequence: sequence, binding: binding)
+    /// The record once nobody is signed in, the last event being `sequence`, for `reason`: the
+    /// binding stays.
+    public func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
+        SessionRecord(sequence: sequence, binding: binding, endedBecause: binding == nil ? nil : reason)
     }
 }
 

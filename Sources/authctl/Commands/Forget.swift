@@ -5,7 +5,11 @@ struct Forget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "forget",
         abstract: "Delete an account's stored password hash, signing it out if it is signed in.",
-        discussion: "Exit status: 0, also when there was nothing to forget."
+        discussion: """
+            On a service bound to a token server, it first waits for a token refresh under way \
+            (as long as `token` would), so the refresh token it revokes is the newest one.
+            Exit status: 0, also when there was nothing to forget.
+            """
     )
 
     @OptionGroup var global: GlobalOptions

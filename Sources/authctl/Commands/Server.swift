@@ -1,5 +1,6 @@
 import ArgumentParser
 import AuthControllerCore
+import Synchronization
 
 /// The options that bind a service to a token server, shared by `server set` and `sign-in --server`.
 struct ServerOptions: ParsableArguments {
@@ -112,12 +113,15 @@ struct Token: AsyncParsableCommand {
         commandName: "token",
         abstract: "Print the signed-in account's access token, refreshed first when it is about to expire.",
         discussion: """
-            The token is refreshed when it expires in less than --min-valid seconds (at most half \\
+            The token is refreshed when it expires in less than --min-valid seconds (at most half \
             the lifetime the server granted). One refresh at a time, however many processes ask.
             Use it as `curl -H "Authorization: Bearer $(authctl token)" …`.
-            Exit status: 0; 1 nobody signed in; 65 the service is not bound; 77 the server ended \\
-            the session (sign in again); 69/75/76 the server failed, did not answer, or was not \\
+            Exit status: 0; 1 nobody signed in; 65 the service is not bound; 77 the server ended \
+            the session (sign in again); 69/75/76 the server failed, did not answer, or was not \
             understood — but a token that has not expired yet is printed anyway, with a warning.
+            SIGINT, SIGTERM and SIGHUP end the command only once a refresh under way is answered \
+            and stored (each step within its deadline), so the refresh token the server rotated \
+            is kept; the command then prints nothing.
             """
     )
 
@@ -138,12 +142,51 @@ struct Token: AsyncParsableCommand {
 
     func run() async throws {
         let controller = try global.makeController()
-        let token = try await controller.accessToken(minValid: minValid, forceRefresh: refresh)
+        // A refresh the server has answered has rotated the refresh token there: ending the
+        // process before the new one is stored would end the session. So a signal waits for
+        // the call, whose every step has a deadline, and ends the process after it.
+        let signalled = FirstSignal(listeningTo: [.interrupt, .terminate, .hangUp])
+        let result: Result<AuthController.AccessToken, AuthError>
+        do {
+            result = .success(try await controller.accessToken(minValid: minValid, forceRefresh: refresh))
+        } catch {
+            result = .failure(error)
+        }
+        if let signal = signalled.stop() {
+            signal.raiseWithDefaultAction()
+            throw ExitCode(128 + signal.rawValue)
+        }
+        let token = try result.get()
         for warning in token.warnings { Output.diagnostic(warning) }
         if json {
             try Output.json(TokenDocument(service: controller.service, token))
         } else {
             try Output.line(token.token)
         }
+    }
+}
+
+/// The first of `signals` to arrive while it listens; while it does, they do not end the process.
+private struct FirstSignal: Sendable {
+    private final class Seen: Sendable {
+        let signal = Mutex<ProcessSignal?>(nil)
+    }
+
+    private let seen = Seen()
+    private let listener: Task<Void, Never>
+
+    init(listeningTo signals: [ProcessSignal]) {
+        let deliveries = ProcessSignal.deliveries(of: signals)
+        listener = Task { [seen] in
+            for await signal in deliveries {
+                seen.signal.withLock { $0 = $0 ?? signal }
+            }
+        }
+    }
+
+    /// Stops listening and returns the first signal that arrived, if any.
+    func stop() -> ProcessSignal? {
+        listener.cancel()
+        return seen.signal.withLock { $0 }
     }
 }

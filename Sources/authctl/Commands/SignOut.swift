@@ -5,7 +5,11 @@ struct SignOut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign-out",
         abstract: "Sign the current account out and delete its stored password hash.",
-        discussion: "Exit status: 0, also when nobody was signed in."
+        discussion: """
+            On a service bound to a token server, it first waits for a token refresh under way \
+            (as long as `token` would), so the refresh token it revokes is the newest one.
+            Exit status: 0, also when nobody was signed in.
+            """
     )
 
     @OptionGroup var global: GlobalOptions

@@ -76,6 +76,11 @@ final class TokenServer: @unchecked Sendable {
 
     func count(_ endpoint: String) throws -> Int { try log().filter { $0["endpoint"] as? String == endpoint }.count }
 
+    /// The refresh tokens the server would still accept (issued, neither rotated, revoked nor expired).
+    func liveRefreshTokens() throws -> [String] {
+        try JSONSerialization.jsonObject(with: request("GET", "/_live")) as? [String] ?? []
+    }
+
     /// Whether the server takes `token` as a valid access token.
     func accepts(_ token: String) throws -> Bool {
         let query = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""

@@ -6,7 +6,8 @@ and a log of every request.
   oauth2:  POST /oauth/token (password and refresh_token grants), POST /oauth/revoke (RFC 7009)
   json:    POST /api/login, /api/register, /api/refresh_tokens (refresh token as Bearer)
   resource: GET /me (200 with a valid access token as Bearer, else 401)
-  control: POST /_config (JSON, merged into the configuration), GET /_log, GET /_accepts?token=T
+  control: POST /_config (JSON, merged into the configuration), GET /_log, GET /_accepts?token=T,
+           GET /_live (the refresh tokens it would still accept)
 
 It prints "listening PORT" on its first line once it accepts connections. Python's standard
 library only (Debian's python3), so nothing is built before a test can start it.
@@ -36,6 +37,9 @@ config = {
     "refresh_delay": 0.0,      # seconds before each refresh answer
     "scripted": [],            # answers for the next requests, used up in order (see answer_scripted)
 }
+# A refresh whose answer is slow on its way back: the refresh token is rotated (the old one
+# retired, the new one live) at once, and the answer is sent this many seconds later.
+config["refresh_answer_delay"] = 0.0
 log = []
 access_tokens = {}   # token -> expiry (server clock, seconds) or None
 refresh_tokens = {}  # token -> (account, expiry or None)
@@ -62,6 +66,10 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 expiry = access_tokens.get(token, -1)
             return self.reply(200, {"accepted": expiry is None or (expiry != -1 and expiry > server_now())})
+        if path == "/_live":
+            with lock:
+                now = server_now()
+                return self.reply(200, sorted(token for token, (_, expiry) in refresh_tokens.items() if expiry is None or expiry > now))
         if path == "/me":
             # A resource server that trusts this server's access tokens (the README's curl example).
             authorization = self.headers.get("Authorization") or ""
@@ -168,6 +176,10 @@ class Handler(BaseHTTPRequestHandler):
                 answer["refresh_token"] = refresh
                 if refresh_lifetime is not None:
                     answer["refresh_expires_in"] = refresh_lifetime
+        with lock:
+            answer_delay = config["refresh_answer_delay"] if previous is not None else 0
+        if answer_delay:
+            time.sleep(answer_delay)
         self.reply(200, answer)
 
     # -- answers
