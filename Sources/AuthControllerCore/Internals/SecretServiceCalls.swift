@@ -43,7 +43,7 @@ enum SecretServiceCalls {
         let replies = try pipelined(connection, [
             (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
             (path, "org.freedesktop.DBus.Properties", "Get", lockedProperty, "(v)"),
-        ], deadline)
+        ], deadline).map { $0! }  // without skippingGoneObjects, every reply is there
         defer { for reply in replies { g_variant_unref(reply) } }
         let boxed = g_variant_get_child_value(replies[1], 0)!
         defer { g_variant_unref(boxed) }
