@@ -4,8 +4,8 @@ import Synchronization
 /// keyring: a keyring that does not answer then delays the re-read, not every caller.
 ///
 /// A state is used only while nothing may have changed it since it was read: every trigger of a
-/// re-read (a signal, the settings file's watch) and every change `serve` makes itself forgets
-/// them all at once, before the next call is dispatched; the caller also checks the service's
+/// re-read (a signal, the settings file's watch) forgets them all at once, and a change `serve`
+/// makes itself forgets its service's, before the next call is dispatched; the caller also checks the service's
 /// settings record, read again, against the one the state was made from, and a state is not used
 /// past its session's end.
 final class KnownStates: Sendable {
@@ -19,6 +19,10 @@ final class KnownStates: Sendable {
 
     private struct State {
         var generation: UInt64 = 0
+        /// The generation of the last ``forget()`` of every service.
+        var allForgottenAt: UInt64 = 0
+        /// The generation at which each service was last forgotten on its own.
+        var forgottenAt: [ServiceName: UInt64] = [:]
         var entries: [ServiceName: Entry] = [:]
     }
 
@@ -27,19 +31,33 @@ final class KnownStates: Sendable {
     /// The moment of a re-read's start, to hand back to ``store(_:readAt:)``.
     var generation: UInt64 { state.withLock { $0.generation } }
 
-    /// Something may have changed: no state is used until the next re-read stores new ones.
+    /// Something may have changed any service (a signal, the settings file, the keyring): no
+    /// state is used until the next re-read stores new ones.
     func forget() {
         state.withLock { state in
             state.generation += 1
+            state.allForgottenAt = state.generation
+            state.forgottenAt = [:]
             state.entries = [:]
         }
     }
 
-    /// Keeps a re-read's states, unless something may have changed since it began.
+    /// A call of `serve`'s own may change `service` (a refresh, a sign-out): its state is not
+    /// used until a re-read that began after now, while the others' states stay in use, so that
+    /// a keyring that does not answer does not hold up their `GetStatus`.
+    func forget(_ service: ServiceName) {
+        state.withLock { state in
+            state.generation += 1
+            state.forgottenAt[service] = state.generation
+            state.entries[service] = nil
+        }
+    }
+
+    /// Keeps a re-read's states, but none that something may have changed since it began.
     func store(_ entries: [ServiceName: Entry], readAt generation: UInt64) {
         state.withLock { state in
-            guard state.generation == generation else { return }
-            state.entries = entries
+            guard state.allForgottenAt <= generation else { return }
+            state.entries = entries.filter { service, _ in state.forgottenAt[service, default: 0] <= generation }
         }
     }
 

@@ -159,12 +159,15 @@ extension LoginService {
     /// the D-Bus error of its failure's family. `body` does its blocking steps through
     /// ``offload(_:)``, never on the cooperative pool.
     ///
-    /// A change forgets the known states before it begins and again before it is answered, so
-    /// that no call answered after it shows the state before it.
+    /// A change forgets its service's known state before it begins and again before it is
+    /// answered, so that no call answered after it shows the state before it.
     private func answer(_ invocation: BusObjects.Invocation, _ service: String, _ kind: InFlight.Kind, calls: InFlight,
                         trigger: AsyncStream<Trigger>.Continuation,
                         _ body: @escaping @Sendable (AuthController) async throws(AuthError) -> @Sendable () -> Void) {
-        if kind == .change { knownStates.forget() }
+        // A change of a service forgets that service's known state only: the others' GetStatus
+        // still answers at once while, say, a refresh waits for a keyring that does not answer.
+        let changed = kind == .change ? ServiceName(rawValue: service) : nil
+        if let changed { knownStates.forget(changed) }
         let ticket = calls.begin(kind, answering: invocation)
         Task {
             let reply: @Sendable () -> Void
@@ -173,7 +176,7 @@ extension LoginService {
             } catch {
                 reply = { invocation.returnError(name: error.dbusErrorName, message: error.message.controlCharactersEscaped) }
             }
-            if kind == .change { self.knownStates.forget() }
+            if let changed { self.knownStates.forget(changed) }
             // Answered before the work counts as done: stopping waits for the answer to be
             // sent, not only for the work.
             reply()
