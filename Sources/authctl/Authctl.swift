@@ -47,7 +47,7 @@ struct Authctl: AsyncParsableCommand {
         }
         do {
             if let command = FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
-                try command()
+                try await command()
                 ExitStatus.exit(ExitStatus.success)
             }
             var command = try parseAsRoot()

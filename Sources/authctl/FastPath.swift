@@ -1,7 +1,8 @@
-/// `status` and `whoami`, which scripts run in loops (`authctl status && …`), with nothing but
-/// their plain options: read here directly instead of through swift-argument-parser, which
-/// builds its model of every option by reflection and generic metadata at each start — about
-/// 10 M instructions, most of what `status` costs.
+/// `status`, `whoami` and `token`, which scripts run in loops (`authctl status && …`,
+/// `curl -H "Authorization: Bearer $(authctl token)"`), with nothing but their plain options:
+/// read here directly instead of through swift-argument-parser, which builds its model of every
+/// option by reflection and generic metadata at each start — about 10 M instructions, most of
+/// what `status` or a cached `token` costs.
 ///
 /// Only an argument list made of these options, each at most once, takes this path: the command
 /// name, before it the global `--service NAME` (or `--service=NAME`) and `--no-prompt`, after it
@@ -10,10 +11,11 @@
 enum FastPath {
     /// The command the arguments (without the program's name) ask for, when this path can read
     /// them; `nil` sends them to ArgumentParser.
-    static func command(for arguments: [String]) -> (() throws -> Void)? {
+    static func command(for arguments: [String]) -> (() async throws -> Void)? {
         var global = GlobalSettings()
         var command: String?
         var flags: Set<String> = []
+        var minValid: UInt64?
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
@@ -35,6 +37,12 @@ enum FastPath {
             } else if command == nil {
                 guard Self.flags[argument] != nil else { return nil }
                 command = argument
+            } else if command == "token" && argument == "--min-valid" {
+                // Plain digits only, within the option's limit; any other spelling is
+                // ArgumentParser's to read or refuse.
+                guard minValid == nil, index < arguments.endIndex, let value = arguments[index].plainSeconds else { return nil }
+                minValid = value
+                index += 1
             } else if let accepted = Self.flags[command!], accepted.contains(argument) {
                 // `-q` and `--quiet` are one flag.
                 let flag = argument == "-q" ? "--quiet" : argument
@@ -48,6 +56,10 @@ enum FastPath {
             return { [global, flags] in try Status.report(global, json: flags.contains("--json"), quiet: flags.contains("--quiet")) }
         case "whoami":
             return { [global, flags] in try WhoAmI.report(global, json: flags.contains("--json")) }
+        case "token":
+            return { [global, flags] in
+                try await Token.report(global, minValid: minValid ?? 60, refresh: flags.contains("--refresh"), json: flags.contains("--json"))
+            }
         default:
             return nil
         }
@@ -57,5 +69,16 @@ enum FastPath {
     private static let flags: [String: Set<String>] = [
         "status": ["--json", "--quiet", "-q"],
         "whoami": ["--json"],
+        "token": ["--json", "--refresh"],
     ]
+}
+
+private extension String {
+    /// The number of seconds these digits say, when they are nothing but ASCII digits and at
+    /// most a year, as `token --min-valid` takes it.
+    var plainSeconds: UInt64? {
+        guard (1...9).contains(utf8.count), utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = UInt64(self),
+              value <= 365 * 86_400 else { return nil }
+        return value
+    }
 }

@@ -141,6 +141,11 @@ struct Token: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await Self.report(global.settings, minValid: minValid, refresh: refresh, json: json)
+    }
+
+    /// The command itself, for the parsed options and for ``FastPath``.
+    static func report(_ global: GlobalSettings, minValid: UInt64, refresh: Bool, json: Bool) async throws {
         let controller = try global.makeController()
         // A refresh the server has answered has rotated the refresh token there: ending the
         // process before the new one is stored would end the session. So a signal waits for
