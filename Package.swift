@@ -62,6 +62,9 @@ let package = Package(
             name: "CAuthctlBus",
             dependencies: ["CGLib"]
         ),
+        // The executable's start-up before any initialiser runs: crashes never wait at a terminal
+        // for a key (see process_start.c). Linked into the command line only.
+        .target(name: "CProcessStart"),
         .target(
             name: "AuthControllerCore",
             dependencies: [
@@ -93,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "authctl",
             dependencies: [
-                "AuthControllerCore",
+                "AuthControllerCore", "CProcessStart",
                 "DesktopSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -64,9 +64,16 @@ enum Output {
         try write(.standardOutput, text + "\n")
     }
 
-    /// A password prompt on stderr, without a line break.
+    /// A password prompt on stderr, without a line break. Control characters are escaped: the
+    /// prompt names an account.
     static func prompt(_ text: String) {
         try? write(.standardError, escapingControlCharacters(text))
+    }
+
+    /// The line break that ends a prompt once its hidden answer is in: the terminal does not
+    /// echo the Enter the person typed, so the next text would go on the prompt's line.
+    static func endPrompt() {
+        try? write(.standardError, "\n")
     }
 
     /// A one-line diagnostic on stderr: `authctl: TEXT`. Control characters are escaped so
