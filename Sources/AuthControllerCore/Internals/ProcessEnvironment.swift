@@ -77,6 +77,22 @@ package enum ProcessEnvironment {
                            homeDirectory: entry.pointee.pw_dir.map { String(cString: $0) } ?? "/")
     }
 
+    /// How many more file descriptors the process can open, counted up to `limit`: as many as
+    /// open before one fails (`EMFILE`), each closed again at once. Standard input must be open
+    /// (see ``reopenClosedStandardDescriptors()``). The corresponding C functions are `fcntl`
+    /// (`F_DUPFD_CLOEXEC`) and `close`.
+    package static func freeDescriptors(upTo limit: Int) -> Int {
+        var opened: [Int32] = []
+        opened.reserveCapacity(limit)
+        defer { for descriptor in opened { _ = close(descriptor) } }
+        while opened.count < limit {
+            let descriptor = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+            guard descriptor >= 0 else { break }
+            opened.append(descriptor)
+        }
+        return opened.count
+    }
+
     /// Ends the process with `status`, running `atexit` handlers.
     /// The corresponding C function is `exit`.
     package static func exit(_ status: Int32) -> Never {

@@ -9,6 +9,9 @@ enum ExitStatus {
     static let success: Int32 = 0
     /// Signed out, or nobody signed in: a clean "no" (and a `watch --count` that saw too few events).
     static let no: Int32 = 1
+    /// A resource the command needs is unavailable (the keyring, the bus, file descriptors):
+    /// the status of that family.
+    static let unavailable = AuthError.unavailable("").exitCode
     /// Standard output could not be written: the status of the I/O family.
     static let outputFailed = AuthError.settingsIO("").exitCode
     /// `sandbox`: the command was found but cannot be executed (as a shell says it).
