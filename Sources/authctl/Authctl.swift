@@ -48,7 +48,11 @@ struct Authctl: AsyncParsableCommand {
         }
         // Out of file descriptors, libdispatch (timers, its worker-pool monitor) traps and GLib
         // aborts, wherever the command is; refused here, the command does not start at all.
-        let free = ProcessEnvironment.freeDescriptors(upTo: requiredFreeDescriptors)
+        var free = ProcessEnvironment.freeDescriptors(upTo: requiredFreeDescriptors)
+        // A soft limit below the hard one is the process's own to raise.
+        if free < requiredFreeDescriptors && ProcessEnvironment.raiseDescriptorLimit(by: requiredFreeDescriptors - free) {
+            free = ProcessEnvironment.freeDescriptors(upTo: requiredFreeDescriptors)
+        }
         if free < requiredFreeDescriptors {
             Output.fail(.unavailable("only \(free) of the \(requiredFreeDescriptors) file descriptors a command needs can be opened; "
                                      + "raise the limit (`ulimit -n`) or close some"))

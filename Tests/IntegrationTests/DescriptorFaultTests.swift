@@ -19,4 +19,11 @@ struct DescriptorFaultTests {
             }
         }
     }
+
+    @Test("a soft limit too low for a command is raised up to the hard limit: the command runs")
+    func softLimitRaised() async throws {
+        let scenario = try await Scenario()
+        let run = try await scenario.shell(#"ulimit -S -n 8 && exec "$AUTHCTL" status"#)
+        #expect(run.status == 1, "\(run)")
+    }
 }
