@@ -30,8 +30,8 @@ package struct Terminal: Sendable {
     /// While `body` runs, SIGINT, SIGQUIT, SIGTERM and SIGHUP (unless ignored) restore the
     /// settings and then kill the process as the signal would have. SIGQUIT is taken from the
     /// Swift runtime's backtracer for that time: Ctrl-\ at a prompt is a person quitting, not a
-    /// crash to report. One prompt at a time: calling this
-    /// again from `body` or from another thread is a programmer error and traps.
+    /// crash to report. One prompt at a time: calling this again from `body` or from another
+    /// thread is a programmer error and traps.
     /// The corresponding C functions are `tcgetattr`, `tcsetattr` and `signal`.
     package func withEchoDisabled<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result? {
         var saved = termios()
