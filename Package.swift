@@ -62,8 +62,8 @@ let package = Package(
             name: "CAuthctlBus",
             dependencies: ["CGLib"]
         ),
-        // The executable's start-up before any initialiser runs: crashes never wait at a terminal
-        // for a key (see process_start.c). Linked into the command line only.
+        // The executable's start-up: a crash never waits at a terminal for a key (see
+        // process_start.c). Linked into the command line only.
         .target(name: "CProcessStart"),
         .target(
             name: "AuthControllerCore",
