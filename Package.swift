@@ -65,6 +65,9 @@ let package = Package(
             name: "CAuthctlBus",
             dependencies: ["CGLib"]
         ),
+        // The executable's start-up: a crash never waits at a terminal for a key (see
+        // process_start.c). Linked into the command line only.
+        .target(name: "CProcessStart"),
         .target(
             name: "AuthControllerCore",
             dependencies: [
@@ -96,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "authctl",
             dependencies: [
-                "AuthControllerCore",
+                "AuthControllerCore", "CProcessStart",
                 "DesktopSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),

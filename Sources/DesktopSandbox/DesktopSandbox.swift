@@ -13,6 +13,12 @@ internal import SystemPackage
 /// `XDG_CONFIG_HOME` and `XDG_RUNTIME_DIR`. The caller's own keyring and settings are never
 /// touched. ``stop()`` stops the daemons and removes the directory.
 ///
+/// The daemons' sockets live in `XDG_RUNTIME_DIR`, and a Unix socket's path is short (libdbus
+/// takes 99 bytes at most). When the directory's path leaves no room for them (a long `TMPDIR`),
+/// `XDG_RUNTIME_DIR` is a private directory of its own under `/tmp` instead
+/// (`/tmp/authctl-sandbox-sockets.XXXXXX`), removed with the rest, even with `keepingDirectory`:
+/// it holds nothing but the sockets of daemons that are gone.
+///
 /// Nothing is left behind even when the process that started the sandbox dies without
 /// running ``stop()`` (SIGKILL included): a supervisor process (see `Supervisor`) then stops
 /// the daemons, sends the command SIGTERM and removes the directory, within about a second.
@@ -22,6 +28,9 @@ internal import SystemPackage
 public final class DesktopSandbox: Sendable {
     /// The temporary directory.
     public let directory: String
+    /// `XDG_RUNTIME_DIR`, where the daemons' sockets are: `directory/runtime`, or a private
+    /// directory under `/tmp` when that path would be too long for a socket's.
+    public let runtimeDirectory: String
     /// The private bus's address (`unix:path=…`).
     public let busAddress: String
     private let supervisor: Supervisor
@@ -35,16 +44,17 @@ public final class DesktopSandbox: Sendable {
             "DBUS_SESSION_BUS_ADDRESS": busAddress,
             "XDG_CONFIG_HOME": directory + "/config",
             "XDG_DATA_HOME": directory + "/data",
-            "XDG_RUNTIME_DIR": directory + "/runtime",
+            "XDG_RUNTIME_DIR": runtimeDirectory,
         ]
     }
 
     /// The keyring daemon's process id.
     public var keyringProcessID: Int32? { keyring?.processID }
 
-    private init(directory: String, supervisor: Supervisor, bus: Daemon, keyring: Daemon?) {
+    private init(directory: String, runtimeDirectory: String, supervisor: Supervisor, bus: Daemon, keyring: Daemon?) {
         self.directory = directory
-        self.busAddress = Self.busAddress(directory: directory)
+        self.runtimeDirectory = runtimeDirectory
+        self.busAddress = Self.busAddress(runtimeDirectory: runtimeDirectory)
         self.supervisor = supervisor
         self.bus = bus
         self.keyring = keyring
@@ -55,7 +65,7 @@ public final class DesktopSandbox: Sendable {
     /// The daemons inherit this process's environment, plus the sandbox's variables.
     /// - Parameters:
     ///   - temporaryDirectory: where the sandbox's directory is made (the caller's `TMPDIR`,
-    ///     or `/tmp`); its path must leave room for the bus socket (108 bytes in all).
+    ///     or `/tmp`), of any length.
     ///   - searchPath: the folders to find the daemons in (the caller's `PATH`).
     ///   - keepingDirectory: keep the directory when the sandbox stops (or its process dies).
     ///   - serviceDirectories: folders of D-Bus activation files (`…/share/dbus-1/services`)
@@ -72,7 +82,7 @@ public final class DesktopSandbox: Sendable {
         let dbusDaemon = try executable("dbus-daemon", package: "dbus-daemon", searchPath: folders)
         let keyringDaemon = startKeyring ? try executable("gnome-keyring-daemon", package: "gnome-keyring", searchPath: folders) : nil
         let base = temporaryDirectory.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
-        try checkFits(base: base)
+        guard !base.contains("\n") else { throw .unavailable("TMPDIR contains a line break; set it to a plain directory path") }
 
         let supervisor = try await Supervisor.start()
         if keepingDirectory { supervisor.keepDirectory() }
@@ -82,28 +92,29 @@ public final class DesktopSandbox: Sendable {
             do throws(Posix.Failure) {
                 directory = try Posix.makeTemporaryDirectory(base + "/authctl-sandbox.XXXXXX")
                 supervisor.remove(directory: directory)
-                for folder in ["config", "data", "runtime"] { try Posix.makeDirectory(directory + "/" + folder, mode: 0o700) }
+                for folder in ["config", "data"] { try Posix.makeDirectory(directory + "/" + folder, mode: 0o700) }
             } catch {
                 throw .unavailable("cannot create the sandbox directory in \(base): \(error.description)")
             }
+            let runtime = try makeRuntimeDirectory(in: directory, supervisor: supervisor)
             let configuration = directory + "/bus.conf"
             do {
                 let file = try FileDescriptor.open(FilePath(configuration), .writeOnly, options: [.create, .exclusiveCreate, .closeOnExec],
                                                    permissions: [.ownerReadWrite])
-                try file.closeAfter { _ = try file.writeAll(Array(busConfiguration(directory: directory, serviceDirectories: serviceDirectories).utf8)) }
+                try file.closeAfter { _ = try file.writeAll(Array(busConfiguration(runtimeDirectory: runtime, serviceDirectories: serviceDirectories).utf8)) }
             } catch {
                 throw .unavailable("cannot write the sandbox bus configuration in \(directory): \(error)")
             }
             // The services the bus starts on demand inherit its environment: the sandbox's folders,
             // never the caller's settings or keyring.
             var busVariables: [Environment.Key: String?] = ["DISPLAY": nil, "WAYLAND_DISPLAY": nil]
-            for (key, value) in variables(directory: directory) { busVariables[Environment.Key(stringLiteral: key)] = value }
+            for (key, value) in variables(directory: directory, runtimeDirectory: runtime) { busVariables[Environment.Key(stringLiteral: key)] = value }
             let bus = try await Daemon.start("dbus-daemon", path: dbusDaemon,
                                              arguments: ["--config-file=\(configuration)", "--nofork", "--nopidfile"],
                                              environment: .inherit.updating(busVariables), input: .none)
             supervisor.stop(daemon: bus.processID)
             started.append(bus)
-            let address = busAddress(directory: directory)
+            let address = busAddress(runtimeDirectory: runtime)
             try await waitUntil(giveUp, for: [bus], "dbus-daemon did not come up within the start-up deadline") {
                 SecretServiceProbe.state(ofBusAt: address) != .noBus
             }
@@ -123,7 +134,7 @@ public final class DesktopSandbox: Sendable {
                     SecretServiceProbe.state(ofBusAt: address) == .ready
                 }
             }
-            return DesktopSandbox(directory: directory, supervisor: supervisor, bus: bus, keyring: keyring)
+            return DesktopSandbox(directory: directory, runtimeDirectory: runtime, supervisor: supervisor, bus: bus, keyring: keyring)
         } catch {
             for daemon in started.reversed() { await daemon.stop() }
             await supervisor.finish()
@@ -244,36 +255,51 @@ public final class DesktopSandbox: Sendable {
         return path
     }
 
-    private static func busAddress(directory: String) -> String { "unix:path=\(directory)/runtime/bus" }
+    private static func busAddress(runtimeDirectory: String) -> String { "unix:path=\(runtimeDirectory)/bus" }
 
-    private static func variables(directory: String) -> [String: String] {
+    private static func variables(directory: String, runtimeDirectory: String) -> [String: String] {
         [
-            "DBUS_SESSION_BUS_ADDRESS": busAddress(directory: directory),
+            "DBUS_SESSION_BUS_ADDRESS": busAddress(runtimeDirectory: runtimeDirectory),
             "XDG_CONFIG_HOME": directory + "/config",
             "XDG_DATA_HOME": directory + "/data",
-            "XDG_RUNTIME_DIR": directory + "/runtime",
+            "XDG_RUNTIME_DIR": runtimeDirectory,
         ]
     }
 
-    /// Refuses, before anything is made, a base whose sandbox could not have a bus socket.
-    private static func checkFits(base: String) throws(AuthError) {
-        guard !base.contains("\n") else { throw .unavailable("TMPDIR contains a line break; set it to a plain directory path") }
-        let socket = base + "/authctl-sandbox.XXXXXX/runtime/bus"
-        let limit = Posix.maximumSocketPathLength
-        guard socket.utf8.count <= limit else {
-            throw .unavailable("the sandbox's bus socket path would be \(socket.utf8.count) bytes, over the \(limit) a Unix socket "
-                               + "path may have; TMPDIR (\(base)) is too long: set it to a shorter directory, e.g. TMPDIR=/tmp")
+    /// The longest socket name the daemons make under `XDG_RUNTIME_DIR`: gnome-keyring's
+    /// control socket (the bus's is `/bus`).
+    private static let longestSocketName = "/keyring/control"
+    /// The longest socket path libdbus accepts (`_DBUS_MAX_SUN_PATH_LENGTH`), shorter than the
+    /// 107 bytes of `sun_path` less its NUL.
+    private static let socketPathLimit = 99
+
+    /// Makes `XDG_RUNTIME_DIR`: `directory/runtime` when the daemons' sockets fit under it, else a
+    /// private directory under `/tmp` (mode 0700, as `mkdtemp` makes it) that the supervisor
+    /// removes at the end.
+    private static func makeRuntimeDirectory(in directory: String, supervisor: Supervisor) throws(AuthError) -> String {
+        let inside = directory + "/runtime"
+        let limit = min(socketPathLimit, Posix.maximumSocketPathLength)
+        do throws(Posix.Failure) {
+            if (inside + longestSocketName).utf8.count <= limit {
+                try Posix.makeDirectory(inside, mode: 0o700)
+                return inside
+            }
+            let sockets = try Posix.makeTemporaryDirectory("/tmp/authctl-sandbox-sockets.XXXXXX")
+            supervisor.remove(socketDirectory: sockets)
+            return sockets
+        } catch {
+            throw .unavailable("cannot create the sandbox's runtime directory: \(error.description)")
         }
     }
 
-    private static func busConfiguration(directory: String, serviceDirectories: [String]) -> String {
+    private static func busConfiguration(runtimeDirectory: String, serviceDirectories: [String]) -> String {
         let services = serviceDirectories.map { "  <servicedir>\(xmlEscaped($0))</servicedir>\n" }.joined()
         return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
           <type>session</type>
-          <listen>unix:path=\(directory)/runtime/bus</listen>
+          <listen>unix:path=\(xmlEscaped(runtimeDirectory))/bus</listen>
           <auth>EXTERNAL</auth>
           <policy context="default">
             <allow send_destination="*" eavesdrop="true"/>

@@ -19,11 +19,13 @@ internal import SystemPackage
 /// needs no binary of ours, so the same supervisor serves `authctl sandbox` and a sandbox
 /// inside any other process (the test suite's).
 ///
-/// What it is told, one line each: `directory PATH`, `keep`, `daemon PID`, `command PID`.
+/// What it is told, one line each: `directory PATH`, `sockets PATH`, `keep`, `daemon PID`,
+/// `command PID`.
 /// It notes each process's start time when told of it, and signals a process later only if
 /// that pid still has that start time and is not a zombie, so a reused pid is never hit.
 /// At the end: SIGTERM to the command; SIGTERM to each daemon's process group, SIGKILL to
-/// those still there after one second; then the directory is removed (unless `keep`).
+/// those still there after one second; then the directory is removed (unless `keep`), and the
+/// socket directory (even with `keep`: the sockets' daemons are gone).
 /// It ignores SIGINT, SIGHUP, SIGTERM and SIGQUIT and leads its own process group: the
 /// Ctrl-C meant for the command must not take the cleanup down with it.
 final class Supervisor: Sendable {
@@ -40,10 +42,11 @@ final class Supervisor: Sendable {
             [ "$1" = Z ] || echo "${20}"
         }
         alive() { [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
-        directory= keep= command= daemons=
+        directory= sockets= keep= command= daemons=
         while read -r kind value; do
             case $kind in
             directory) directory=$value ;;
+            sockets) sockets=$value ;;
             keep) keep=1 ;;
             command) command="$value $(started "$value")" ;;
             daemon) daemons="$daemons $value:$(started "$value")" ;;
@@ -68,6 +71,7 @@ final class Supervisor: Sendable {
             alive "${entry%%:*}" "${entry#*:}" && kill -KILL "-${entry%%:*}"
         done
         if [ -n "$directory" ] && [ -z "$keep" ]; then rm -rf -- "$directory"; fi
+        if [ -n "$sockets" ]; then rm -rf -- "$sockets"; fi
         exit 0
         """#
 
@@ -100,6 +104,9 @@ final class Supervisor: Sendable {
 
     /// Adds the directory to remove at the end.
     func remove(directory: String) { tell("directory \(directory)") }
+    /// Adds the directory of the daemons' sockets, removed at the end even when the directory
+    /// is kept.
+    func remove(socketDirectory: String) { tell("sockets \(socketDirectory)") }
     /// Keeps the directory after all.
     func keepDirectory() { tell("keep") }
     /// Adds a daemon: its process group gets SIGTERM at the end, then SIGKILL.

@@ -33,11 +33,29 @@ struct Authctl: AsyncParsableCommand {
         return nil
     }
 
+    /// The file descriptors a command must be able to open: `watch` takes about 15 (the bus
+    /// connection, GLib's and libdispatch's wakeups and timers, the settings file, its lock and
+    /// monitor), twice that leaves room for `serve`'s clients and for hooks' pipes.
+    static let requiredFreeDescriptors = 32
+
     /// Parses, runs, and maps every failure to one line on stderr and its exit status.
     /// Commands that wait (`watch`) run asynchronously; the others synchronously.
     static func main() async {
+        // Out of file descriptors or memory for its own needs, GLib would abort the process.
+        GLibFatalErrors.exit(status: ExitStatus.unavailable, linePrefix: "authctl: ")
         if ProcessEnvironment.reopenClosedStandardDescriptors().standardOutputWasClosed {
             Output.markStandardOutputClosed()
+        }
+        // Out of file descriptors, libdispatch (timers, its worker-pool monitor) traps and GLib
+        // aborts, wherever the command is; refused here, the command does not start at all.
+        var free = ProcessEnvironment.freeDescriptors(upTo: requiredFreeDescriptors)
+        // A soft limit below the hard one is the process's own to raise.
+        if free < requiredFreeDescriptors && ProcessEnvironment.raiseDescriptorLimit(by: requiredFreeDescriptors - free) {
+            free = ProcessEnvironment.freeDescriptors(upTo: requiredFreeDescriptors)
+        }
+        if free < requiredFreeDescriptors {
+            Output.fail(.unavailable("only \(free) of the \(requiredFreeDescriptors) file descriptors a command needs can be opened; "
+                                     + "raise the limit (`ulimit -n`) or close some"))
         }
         // A write to a closed pipe must fail with EPIPE, for the output layer to decide: a
         // failure with a message, or for `watch` a quiet end.

@@ -127,19 +127,55 @@ struct SandboxCleanupTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary) == ["filler"])
     }
 
-    @Test("a TMPDIR too long for the bus socket: 69 with a message that says so; nothing is made")
-    func longTemporaryDirectory() async throws {
-        var scenario = try await Scenario()
+    /// An empty directory whose path is `length` bytes long, inside a fresh one (returned too,
+    /// for removal).
+    func directory(ofLength length: Int) throws -> (path: String, base: String) {
         let base = try freshDirectory("authctl-long")
-        defer { try? FileManager.default.removeItem(atPath: base) }
-        let long = base + "/" + String(repeating: "d", count: 100)
-        try FileManager.default.createDirectory(atPath: long, withIntermediateDirectories: true)
-        scenario.extraEnvironment["TMPDIR"] = long
-        let run = try await scenario.authctl("sandbox", "--", "true")
-        #expect(run.status == 69, "\(run)")
-        #expect(run.stderr.contains("bus socket path"), "\(run)")
-        #expect(run.stderr.contains("TMPDIR"), "\(run)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: long).isEmpty)
+        let path = base + "/" + String(repeating: "d", count: length - base.utf8.count - 1)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        #expect(path.utf8.count == length)
+        return (path, base)
+    }
+
+    /// The daemons' sockets must fit in a socket path (libdbus takes 99 bytes): under a long
+    /// TMPDIR they go to a private folder under /tmp.
+    @Test("a long TMPDIR: the sandbox works, its sockets fit, and nothing is left behind", arguments: [65, 100, 200])
+    func longTemporaryDirectory(_ length: Int) async throws {
+        var scenario = try await Scenario()
+        let temporary = try directory(ofLength: length)
+        defer { try? FileManager.default.removeItem(atPath: temporary.base) }
+        scenario.extraEnvironment["TMPDIR"] = temporary.path
+        let script = #"echo "$XDG_RUNTIME_DIR"; printf 'pw-long-tmp' | "$AUTHCTL" sign-in long-tmp --password-stdin && "$AUTHCTL" status"#
+        let run = try await scenario.shellEnvironment.authctl(["sandbox", "--", "/bin/sh", "-c", script])
+        #expect(run.status == 0, "\(run)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(run)")
+        let runtime = try #require(lines.first)
+        #expect((runtime + "/keyring/control").utf8.count <= 99, "\(runtime)")
+        #expect(lines.last?.hasPrefix("Signed in to \(scenario.service) as long-tmp") == true, "\(run)")
+        #expect(!FileManager.default.fileExists(atPath: runtime), "\(runtime) is left")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).isEmpty)
+    }
+
+    @Test("a long TMPDIR and SIGKILL: within 2 s the sandbox's folder and its socket folder are removed")
+    func longTemporaryDirectoryKilled() async throws {
+        var scenario = try await Scenario()
+        let temporary = try directory(ofLength: 200)
+        defer { try? FileManager.default.removeItem(atPath: temporary.base) }
+        scenario.extraEnvironment["TMPDIR"] = temporary.path
+        let sandbox = try await scenario.start(["sandbox", "--", "/bin/sh", "-c", #"echo "$XDG_RUNTIME_DIR"; exec sleep 30"#])
+        let runtime = try #require(await sandbox.waitForLines(1).first, "\(sandbox.stderr)")
+        #expect(FileManager.default.fileExists(atPath: runtime + "/bus"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).count == 1)
+        let killedAt = Date()
+        sandbox.signal(SIGKILL)
+        #expect(await sandbox.wait(timeout: 10).status == 128 + SIGKILL)
+        let clean = await eventually(within: .seconds(2 - Date().timeIntervalSince(killedAt))) {
+            !FileManager.default.fileExists(atPath: runtime)
+                && (try? FileManager.default.contentsOfDirectory(atPath: temporary.path).isEmpty) == true
+        }
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        #expect(clean, "socket folder \(FileManager.default.fileExists(atPath: runtime)), TMPDIR holds \(left)")
     }
 }
 

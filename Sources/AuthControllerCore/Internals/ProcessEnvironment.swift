@@ -77,6 +77,39 @@ package enum ProcessEnvironment {
                            homeDirectory: entry.pointee.pw_dir.map { String(cString: $0) } ?? "/")
     }
 
+    /// How many more file descriptors the process can open, counted up to `limit`: as many as
+    /// open before one fails (`EMFILE`), each closed again at once. Standard input must be open
+    /// (see ``reopenClosedStandardDescriptors()``). The corresponding C functions are `fcntl`
+    /// (`F_DUPFD_CLOEXEC`) and `close`.
+    package static func freeDescriptors(upTo limit: Int) -> Int {
+        var opened: [Int32] = []
+        opened.reserveCapacity(limit)
+        defer { for descriptor in opened { _ = close(descriptor) } }
+        while opened.count < limit {
+            let descriptor = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+            guard descriptor >= 0 else { break }
+            opened.append(descriptor)
+        }
+        return opened.count
+    }
+
+    /// Raises the soft limit on open file descriptors by `count`, at most to the hard limit;
+    /// returns whether it rose. Children inherit the new limit.
+    /// The corresponding C functions are `getrlimit` and `setrlimit` (`RLIMIT_NOFILE`).
+    @discardableResult
+    package static func raiseDescriptorLimit(by count: Int) -> Bool {
+        var limits = rlimit()
+        guard getrlimit(descriptorResource, &limits) == 0 else { return false }
+        let raised = min(limits.rlim_max, limits.rlim_cur + rlim_t(count))
+        guard raised > limits.rlim_cur else { return false }
+        limits.rlim_cur = raised
+        return setrlimit(descriptorResource, &limits) == 0
+    }
+
+    /// `RLIMIT_NOFILE` as the `rlimit` calls take it: glibc declares the resources as a C
+    /// enumeration, which Swift imports as a type of its own.
+    private static let descriptorResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+
     /// Ends the process with `status`, running `atexit` handlers.
     /// The corresponding C function is `exit`.
     package static func exit(_ status: Int32) -> Never {

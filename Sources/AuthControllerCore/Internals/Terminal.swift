@@ -7,8 +7,8 @@ import Synchronization
 /// The terminal on a file descriptor, for reading a password with echo off.
 /// Plumbing of this package's command line (`package`), not part of the library's API.
 ///
-/// However the read ends — Enter, end of file, or SIGINT, SIGTERM or SIGHUP — the terminal's
-/// settings are put back before the process goes on or dies.
+/// However the read ends — Enter, end of file, or SIGINT, SIGQUIT (Ctrl-\), SIGTERM or SIGHUP —
+/// the terminal's settings are put back before the process goes on or dies.
 package struct Terminal: Sendable {
     /// The descriptor the terminal is open on.
     package let descriptor: FileDescriptor
@@ -27,9 +27,11 @@ package struct Terminal: Sendable {
     /// terminal's settings. Returns `nil`, without running `body`, when the settings cannot be
     /// read (the descriptor is not a terminal). Blocks only as long as `body` does.
     ///
-    /// While `body` runs, SIGINT, SIGTERM and SIGHUP (unless ignored) restore the settings and
-    /// then kill the process as the signal would have. One prompt at a time: calling this
-    /// again from `body` or from another thread is a programmer error and traps.
+    /// While `body` runs, SIGINT, SIGQUIT, SIGTERM and SIGHUP (unless ignored) restore the
+    /// settings and then kill the process as the signal would have. SIGQUIT is taken from the
+    /// Swift runtime's backtracer for that time: Ctrl-\ at a prompt is a person quitting, not a
+    /// crash to report. One prompt at a time: calling this again from `body` or from another
+    /// thread is a programmer error and traps.
     /// The corresponding C functions are `tcgetattr`, `tcsetattr` and `signal`.
     package func withEchoDisabled<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result? {
         var saved = termios()
@@ -57,7 +59,7 @@ private enum EchoGuard {
     static let savedSettings = UnsafeMutablePointer<termios>.allocate(capacity: 1).sendableAddress
     /// The terminal's descriptor while a prompt is armed, else -1.
     static let armedDescriptor = Atomic<Int32>(-1)
-    static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    static let signals: [Int32] = [SIGINT, SIGQUIT, SIGTERM, SIGHUP]
     /// The dispositions to put back after the prompt, in the order of ``signals``, as addresses
     /// (a C function pointer is not `Sendable`). Handlers never read it.
     static let previousHandlers = Mutex<[Int]>([])

@@ -53,7 +53,7 @@ enum PasswordReader {
     private static func readTerminal(prompt: String) throws(AuthError) -> Password {
         let line = Terminal.standardInput.withEchoDisabled { () -> [UInt8] in
             Output.prompt(prompt)
-            defer { Output.prompt("\n") }
+            defer { Output.endPrompt() }
             var line: [UInt8] = []
             line.reserveCapacity(Password.maximumLength + 2)
             var byte: UInt8 = 0

@@ -9,6 +9,9 @@ enum ExitStatus {
     static let success: Int32 = 0
     /// Signed out, or nobody signed in: a clean "no" (and a `watch --count` that saw too few events).
     static let no: Int32 = 1
+    /// A resource the command needs is unavailable (the keyring, the bus, file descriptors):
+    /// the status of that family.
+    static let unavailable = AuthError.unavailable("").exitCode
     /// Standard output could not be written: the status of the I/O family.
     static let outputFailed = AuthError.settingsIO("").exitCode
     /// `sandbox`: the command was found but cannot be executed (as a shell says it).
@@ -64,9 +67,16 @@ enum Output {
         try write(.standardOutput, text + "\n")
     }
 
-    /// A password prompt on stderr, without a line break.
+    /// A password prompt on stderr, without a line break. Control characters are escaped: the
+    /// prompt names an account.
     static func prompt(_ text: String) {
         try? write(.standardError, escapingControlCharacters(text))
+    }
+
+    /// The line break that ends a prompt once its hidden answer is in: the terminal does not
+    /// echo the Enter the person typed, so the next text would go on the prompt's line.
+    static func endPrompt() {
+        try? write(.standardError, "\n")
     }
 
     /// A one-line diagnostic on stderr: `authctl: TEXT`. Control characters are escaped so

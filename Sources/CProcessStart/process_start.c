@@ -1,0 +1,48 @@
+// What the authctl executable sets up before its Swift code runs.
+//
+// The Swift runtime's backtracer, when a crash happens with a terminal on standard input, prints
+// the report and then offers to debug, waiting 30 s for a key (its default, `interactive=tty`): a
+// command must never sit waiting for a person after a crash. Its settings come from
+// SWIFT_BACKTRACE, read once as the runtime starts, before any code of the executable runs when the
+// runtime is a shared library (debug builds), or in an initialiser of the executable when it is
+// linked in (release builds). So at a terminal, unless the user set SWIFT_BACKTRACE, the process
+// starts again at once, through /proc/self/exe, with `SWIFT_BACKTRACE=interactive=no` added to its
+// environment. Away from a terminal the backtracer never waits, and nothing is done.
+//
+// Why not `setenv` in a constructor that runs first (`constructor(101)`)? It moves `environ` to a
+// new array, and a runtime linked into the executable finds the program's arguments by walking back
+// from the original one: the release build then traps before `main`. Nor `.preinit_array`: it runs
+// before the C library has set `environ` up.
+//
+// This is a target of the command line alone: a program that links the library keeps its own
+// settings. Commands started from here inherit the setting.
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "process_start.h"
+
+static const char backtraceSetting[] = "SWIFT_BACKTRACE=interactive=no";
+
+// glibc passes the program's arguments and environment to initialisers as to `main`.
+__attribute__((constructor))
+static void authctl_disable_interactive_backtraces(int argc, char **argv, char **envp) {
+    (void)argc;
+    const char *settings = getenv("SWIFT_BACKTRACE");
+    if (settings != NULL && settings[0] != '\0') return;
+    if (!isatty(STDIN_FILENO) || argv == NULL || envp == NULL) return;
+    size_t count = 0;
+    while (envp[count] != NULL) count++;
+    char **environment = calloc(count + 2, sizeof(char *));
+    if (environment == NULL) return;
+    size_t kept = 0;
+    for (size_t index = 0; index < count; index++) {
+        // An empty SWIFT_BACKTRACE, set but meaning nothing, is replaced.
+        if (strncmp(envp[index], "SWIFT_BACKTRACE=", strlen("SWIFT_BACKTRACE=")) == 0) continue;
+        environment[kept++] = envp[index];
+    }
+    environment[kept++] = (char *)backtraceSetting;
+    environment[kept] = NULL;
+    execve("/proc/self/exe", argv, environment);
+    // Should exec fail (no /proc), the process goes on as it is.
+    free(environment);
+}
