@@ -306,6 +306,16 @@ public final class DesktopSandbox: Sendable {
             <allow eavesdrop="true"/>
             <allow own="*"/>
           </policy>
+          <!-- A desktop session bus's limits (Debian's session.conf), not dbus-daemon's built-in
+               ones, which let a connection await only 128 replies: a flood of calls must meet what
+               it meets on a desktop. -->
+          <limit name="max_replies_per_connection">50000</limit>
+          <limit name="max_match_rules_per_connection">50000</limit>
+          <limit name="max_names_per_connection">50000</limit>
+          <limit name="max_connections_per_user">100000</limit>
+          <limit name="max_completed_connections">100000</limit>
+          <limit name="max_incomplete_connections">10000</limit>
+          <limit name="max_pending_service_starts">10000</limit>
         \(services)</busconfig>
 
         """
