@@ -1,4 +1,4 @@
-/// One POST to a token server, as the token clients need it (SPEC §10.2).
+/// One POST to a token server, as the token clients need it.
 public struct HTTPRequest: Sendable {
     public var url: String
     /// Header names and values, sent in order.
@@ -36,5 +36,5 @@ public protocol HTTPTransport: Sendable {
     func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse
 }
 
-/// The largest answer a token server may give (SPEC §10.2).
+/// The largest answer a token server may give.
 public let maximumAnswerSize = 64 * 1024

@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// A plain JSON API as many app back ends have (SPEC §10.2, protocol `json`): `login` and
+/// A plain JSON API as many app back ends have (protocol `json`): `login` and
 /// `register` take `{"login", "password"}`; `refresh_tokens` takes the refresh token in the
 /// `Authorization` header; answers carry expiries in milliseconds by the server's clock.
 struct JSONAPITokenClient: TokenClient {

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// Just enough of JSON Web Tokens (RFC 7519) to schedule refreshes: the numeric `exp` claim
 /// of the payload. The signature is not checked — the expiry only decides when to ask the
-/// server again, and the server is the one that checks tokens (SPEC §10.3).
+/// server again, and the server is the one that checks tokens.
 enum JWT {
     /// The `exp` claim in µs since the epoch (by the server's clock), or `nil` when `token` is
     /// not a JWT with a numeric `exp`.

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// RFC 6749's password and refresh-token grants at a token endpoint, and RFC 7009's
-/// revocation (SPEC §10.2, protocol `oauth2`): what Keycloak, Authentik, Dex and most
+/// revocation (protocol `oauth2`): what Keycloak, Authentik, Dex and most
 /// identity servers offer.
 struct OAuth2TokenClient: TokenClient {
     let exchange: TokenExchange

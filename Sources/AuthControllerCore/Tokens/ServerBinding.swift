@@ -1,7 +1,8 @@
-/// The token server a service is bound to (SPEC §10.1), as kept in the service's settings
-/// group (`server`, `protocol`, `client-id`, `scope`, `revoke-url`). It outlives sign-out.
+/// The token server a service is bound to (README, "Remote accounts: a token server"), as
+/// kept in the service's settings group (`server`, `protocol`, `client-id`, `scope`,
+/// `revoke-url`). It outlives sign-out.
 public struct ServerBinding: Equatable, Sendable {
-    /// How authctl talks to the server (SPEC §10.2).
+    /// How authctl talks to the server.
     public enum TokenProtocol: String, Sendable, CaseIterable {
         /// RFC 6749 password and refresh-token grants at a token endpoint.
         case oauth2
@@ -62,7 +63,7 @@ public struct ServerBinding: Equatable, Sendable {
     }
 }
 
-/// What authctl knows about a signed-in account's tokens without reading a secret (SPEC §10.4):
+/// What authctl knows about a signed-in account's tokens without reading a secret:
 /// kept in the settings group so that `status` never touches the keyring's secrets or the server.
 public struct TokenTimes: Equatable, Sendable {
     /// The longest span authctl keeps (ten years, in seconds): a lifetime, how far ahead an

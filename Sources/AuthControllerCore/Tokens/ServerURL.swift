@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-/// The URL of a token server (or of its revocation endpoint), checked and normalised (SPEC
-/// §10.1): absolute; `https`, or `http` only to a loopback host; a host; no user information;
+/// The URL of a token server (or of its revocation endpoint), checked and normalised:
+/// absolute; `https`, or `http` only to a loopback host; a host; no user information;
 /// no fragment; at most 2048 bytes. Scheme and host are lower-cased, a default port dropped and
 /// an empty path made `/`, so two spellings of one server are one binding and one keyring item.
 ///

@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// Talks to a token server: the password grant, the refresh, the revocation (SPEC §10.2).
+/// Talks to a token server: the password grant, the refresh, the revocation (README, "Remote accounts: a token server").
 /// Two implementations, one per protocol; `AuthControllerTesting` adds an in-memory server.
 public protocol TokenClient: Sendable {
     /// Sends the password (password grant, or registration with `register`). A wrong password
@@ -83,7 +83,7 @@ struct TokenExchange: Sendable {
     }
 
     /// Server text as it may appear in a message: control characters removed, at most 200
-    /// characters (SPEC §10.2), so a hostile server cannot forge lines or flood a terminal.
+    /// characters, so a hostile server cannot forge lines or flood a terminal.
     static func quote(_ text: String) -> String {
         let clean = String(String.UnicodeScalarView(text.unicodeScalars.filter { !isControl($0) && $0 != "\u{2028}" && $0 != "\u{2029}" }))
         return clean.count > 200 ? String(clean.prefix(200)) + "…" : clean
@@ -100,7 +100,7 @@ struct TokenExchange: Sendable {
 /// and its data, which would slow the start-up of every command.
 enum HTTPDate {
     /// µs since the epoch of the middle of the named second (the header has one-second
-    /// resolution, SPEC §10.3); `nil` for anything else.
+    /// resolution); `nil` for anything else.
     static func microseconds(imfFixdate text: String) -> UInt64? {
         let parts = text.split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

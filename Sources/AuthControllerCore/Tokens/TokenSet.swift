@@ -1,5 +1,5 @@
-/// The secret part of a signed-in account of a bound service, kept as one keyring item
-/// (SPEC §10.4): a JSON object with `accessToken`, `refreshToken` (may be absent) and `tokenType`.
+/// The secret part of a signed-in account of a bound service, kept as one keyring item:
+/// a JSON object with `accessToken`, `refreshToken` (may be absent) and `tokenType`.
 public struct TokenSet: Codable, Equatable, Sendable {
     public var accessToken: String
     public var refreshToken: String?
@@ -13,7 +13,7 @@ public struct TokenSet: Codable, Equatable, Sendable {
 }
 
 /// What a token server answered to a password or refresh grant: the tokens and what it said
-/// of their lifetimes, before they are turned into local times (SPEC §10.3).
+/// of their lifetimes, before they are turned into local times.
 public struct TokenGrant: Equatable, Sendable {
     /// When an expiry is counted from.
     public enum Expiry: Equatable, Sendable {
