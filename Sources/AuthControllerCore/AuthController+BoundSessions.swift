@@ -40,8 +40,13 @@ extension AuthController {
     /// whose refresh token expired) is signed out — one `signed-out` event, reason `expired` —
     /// and reported as ``AuthError/denied(_:)`` (77). Never prompts; the keyring and settings
     /// run off the cooperative pool. The D-Bus method `GetToken` of `serve` calls it.
+    ///
+    /// When the server issued no refresh token, the access token is handed out as it is for as
+    /// long as it lives (with a warning when `forceRefresh` asked for a new one), and the
+    /// session ends when it expires.
     public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false) async throws(AuthError) -> AccessToken {
         let session = try await offload { () throws(AuthError) in try self.currentSession() }
+        guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forceRefresh) }
         guard forceRefresh || isDue(session.times, minValid: minValid) else {
             return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
         }
@@ -151,7 +156,21 @@ extension AuthController {
         guard let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server) else {
             throw try endSession(of: user, reason: .removed)
         }
-        return Session(user: user, binding: binding, tokens: tokens, times: record.tokenTimes ?? TokenTimes())
+        let times = record.tokenTimes ?? TokenTimes()
+        // Without a refresh token the session lives as long as its access token; the settings
+        // of an earlier version may not say so, the tokens do.
+        if tokens.refreshToken == nil, let expiresAt = times.accessExpiresAt, expiresAt <= clock() {
+            throw try endSession(of: user, reason: .expired)
+        }
+        return Session(user: user, binding: binding, tokens: tokens, times: times)
+    }
+
+    /// The access token of a session whose server issued no refresh token, as it is: it cannot
+    /// be renewed, so a forced refresh says so in a warning and asks no server.
+    private func unrenewable(_ session: Session, forced: Bool) -> AccessToken {
+        let warning = "the token server \(session.binding.server) issued no refresh token, so the access token cannot be renewed; it is used as it is until it expires"
+        return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
+                           warnings: forced ? [warning] : [])
     }
 
     /// Whether the access token expires within the threshold: `minValid`, capped at half the
@@ -177,6 +196,8 @@ extension AuthController {
             throw error
         }
         guard session.user == user, session.binding == binding else { throw ended }
+        // A sign-in meanwhile at a server that issues no refresh token.
+        guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forced) }
         // Another process may have refreshed while this one waited: its token is used as it is.
         if forced ? session.tokens != seen.tokens : !isDue(session.times, minValid: minValid) {
             return AccessToken(user: user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
