@@ -43,7 +43,9 @@ extension AuthController {
     ///
     /// When the server issued no refresh token, the access token is handed out as it is for as
     /// long as it lives (with a warning when `forceRefresh` asked for a new one), and the
-    /// session ends when it expires.
+    /// session ends when it expires. When another refresher holds the refresh lock beyond the
+    /// wait (it is stopped or hung), that counts as a failed refresh: a token that has not
+    /// expired is handed out with a warning.
     public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false) async throws(AuthError) -> AccessToken {
         let session = try await offload { () throws(AuthError) in try self.currentSession() }
         guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forceRefresh) }
@@ -51,8 +53,15 @@ extension AuthController {
             return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
         }
         return try await refreshes.run { () async throws(AuthError) -> AccessToken in
-            try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout.seconds + 5) { () async throws(AuthError) -> AccessToken in
-                try await self.refresh(session, minValid: minValid, forced: forceRefresh)
+            var locked = false
+            do throws(AuthError) {
+                return try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout.seconds + 5) { () async throws(AuthError) -> AccessToken in
+                    locked = true
+                    return try await self.refresh(session, minValid: minValid, forced: forceRefresh)
+                }
+            } catch {
+                guard !locked, case .temporaryFailure = error else { throw error }
+                return try await offload { () throws(AuthError) in try self.refreshLockNotHad(error, seen: session, minValid: minValid) }
             }
         }
     }
@@ -171,6 +180,19 @@ extension AuthController {
         let warning = "the token server \(session.binding.server) issued no refresh token, so the access token cannot be renewed; it is used as it is until it expires"
         return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
                            warnings: forced ? [warning] : [])
+    }
+
+    /// The refresh lock was not had within the wait: whoever holds it is stopped or hung. That
+    /// is a failed refresh — a token that has not expired is handed out with a warning — unless
+    /// the stored token, read again, is fresh after all. Blocks.
+    private func refreshLockNotHad(_ error: AuthError, seen: Session, minValid: UInt64) throws(AuthError) -> AccessToken {
+        let session = try currentSession()
+        if session.tokens != seen.tokens, !isDue(session.times, minValid: minValid) {
+            return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
+        }
+        if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
+        return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
+                           warnings: ["could not refresh the access token (\(error.message)); it is still valid, so it is used as it is"])
     }
 
     /// Whether the access token expires within the threshold: `minValid`, capped at half the

@@ -1,10 +1,13 @@
 import AuthController
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `authctl` against the test token server at the edges of a session's life: a server that
-/// issues no refresh token.
-@Suite("Remote accounts: no refresh token")
+/// issues no refresh token, and a refresher that stopped while it holds the refresh lock.
+@Suite("Remote accounts: no refresh token, a stopped refresher")
 struct RemoteAccountEdgeTests {
     func json(_ run: Run) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
@@ -47,5 +50,35 @@ struct RemoteAccountEdgeTests {
         #expect(try await scenario.authctl("status").status == 1)
         #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
         #expect(try server.count("refresh") == 0)
+    }
+
+    @Test("a refresher stopped (SIGSTOP) while it holds the refresh lock: a still-valid token is printed with a warning (0); an expired one is 75")
+    func stoppedRefresher() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20])
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        let expiresAt = try await accessExpiry(scenario)
+        let stored = try await scenario.authctl("token").output
+        try server.configure(["refresh_delay": 60])
+        let refresher = try await scenario.start(["token", "--refresh"])
+        defer {
+            refresher.signal(SIGKILL)
+            refresher.signal(SIGCONT)
+        }
+        // It holds the refresh lock once its request has arrived; then it stops, as after Ctrl-Z.
+        try #require(try await eventually(within: .seconds(20)) { try server.count("refresh") > 0 })
+        refresher.signal(SIGSTOP)
+
+        var run = try await scenario.authctl("--server-timeout", "1", "token", "--refresh")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.output == stored, "\(run)")
+        #expect(run.stderr.contains("still valid"), "\(run)")
+
+        try await sleepUntilWallClock(expiresAt + 1_000_000)
+        run = try await scenario.authctl("--server-timeout", "1", "token")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.stdout.isEmpty, "\(run)")
+        #expect(try await scenario.authctl("status").status == 0, "the session itself goes on")
     }
 }
