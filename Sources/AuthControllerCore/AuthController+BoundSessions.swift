@@ -91,12 +91,23 @@ extension AuthController {
     /// Signs `account` in at `binding`'s server with a password grant, then stores the tokens.
     func signInAtServer(account: AccountID, name: String, password: Password, register: Bool, binding: ServerBinding,
                         newBinding: ServerBinding?) async throws(AuthError) -> ChangeOutcome {
-        // Any unlock prompt comes now, before the server is asked and before the settings lock.
-        try await offload { () throws(AuthError) in try self.keyring.unlock() }
+        try await offload { () throws(AuthError) in
+            // Kept tokens that a new server would strand refuse the sign-in before the server
+            // issues tokens that could not be stored (a corrupt file names no binding).
+            let read = try self.settings.read(service: self.service)
+            if read.corruption == nil {
+                try self.refuseStrandingKeptTokens(read.record, to: newBinding ?? binding, then: "sign in with the new binding")
+            }
+            // Any unlock prompt comes now, before the server is asked and before the settings lock.
+            try self.keyring.unlock()
+        }
         let grant = try await tokenClients(binding).signIn(account: account, password: password, register: register)
         return try await offload { () throws(AuthError) in
             try self.change { (read, record) throws(AuthError) -> Change in
                 try self.refuseRebinding(record, to: newBinding)
+                if read.corruption == nil {
+                    try self.refuseStrandingKeptTokens(record, to: newBinding ?? binding, then: "sign in with the new binding")
+                }
                 let key = ItemKey(service: self.service, account: account, server: binding.server)
                 let old = try self.keyring.secret(key)
                 var change: Change

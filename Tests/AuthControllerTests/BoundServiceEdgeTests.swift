@@ -4,8 +4,9 @@ import AuthControllerTesting
 import Foundation
 import Testing
 
-/// Bound services at the edges of the token's life: a server that issues no refresh token.
-@Suite("Bound services: no refresh token")
+/// Bound services at the edges of the token's life: a server that issues no refresh token, and
+/// tokens kept at sign-out when the binding is to change.
+@Suite("Bound services: no refresh token, kept tokens and rebinding")
 struct BoundServiceEdgeTests {
     /// A fixture whose server answers without a refresh token, with alice signed in.
     func signedInWithoutRefreshToken(_ tokenProtocol: ServerBinding.TokenProtocol = .oauth2) async throws -> BoundFixture {
@@ -95,5 +96,63 @@ struct BoundServiceEdgeTests {
         #expect(!(try folder.contents()).contains("renewable"))
         try folder.write("[svc]\nserver=https://h/\nuser=a\nrenewable=no\n")
         #expect(try folder.store.read(service: folder.service).corruption != nil)
+    }
+
+    // MARK: - Rebinding with kept tokens
+
+    /// Alice's and bob's tokens kept at the fixture's server: bob switched in over alice, then
+    /// signed out keeping his.
+    func keptTokens() async throws -> BoundFixture {
+        let fixture = try BoundFixture()
+        try await fixture.signIn()
+        try await fixture.signIn(fixture.bob, "pw2")
+        try await fixture.controller.signOut(keepingCredentials: true)
+        return fixture
+    }
+
+    let elsewhere = ServerBinding(server: try! ServerURL(validating: "https://elsewhere.test/token"))
+
+    @Test("kept tokens: the server cannot be changed (65); the message names their accounts and says to forget them first")
+    func changeRefusedWhileTokensAreKept() async throws {
+        let fixture = try await keptTokens()
+        let error = #expect(throws: AuthError.self) { try fixture.controller.setBinding(self.elsewhere) }
+        #expect(error?.exitCode == 65)
+        #expect(error?.message.contains("alice@example.org") == true)
+        #expect(error?.message.contains("bob") == true)
+        #expect(error?.hints == [.forgetFirst([fixture.alice, fixture.bob])])
+        #expect(try fixture.controller.binding() == fixture.binding)
+        #expect(try fixture.controller.accounts().map(\.id) == [fixture.alice, fixture.bob])
+    }
+
+    @Test("kept tokens: the binding cannot be removed (65)")
+    func unsetRefusedWhileTokensAreKept() async throws {
+        let fixture = try await keptTokens()
+        #expect { try fixture.controller.setBinding(nil) } throws: { ($0 as? AuthError)?.exitCode == 65 }
+        #expect(try fixture.controller.binding() == fixture.binding)
+    }
+
+    @Test("kept tokens: a sign-in with another server is refused (65) before the server is asked")
+    func signInElsewhereRefusedWhileTokensAreKept() async throws {
+        let fixture = try await keptTokens()
+        let requests = fixture.server.requests.count
+        await #expect {
+            try await fixture.controller.signIn(account: fixture.bob, name: "", password: try Password("pw2"), binding: self.elsewhere)
+        } throws: { ($0 as? AuthError)?.exitCode == 65 }
+        #expect(try fixture.controller.binding() == fixture.binding)
+        #expect(fixture.server.requests.count == requests)
+        #expect(fixture.trail.count == 4)  // nothing after the sign-out
+    }
+
+    @Test("kept tokens: the same server (another client id) may be set; once they are forgotten, any server")
+    func rebindingAfterForgetting() async throws {
+        let fixture = try await keptTokens()
+        var sameServer = fixture.binding
+        sameServer.clientID = "other"
+        try fixture.controller.setBinding(sameServer)
+        #expect(try fixture.controller.accounts().map(\.id) == [fixture.alice, fixture.bob])
+        try await fixture.controller.forget(fixture.alice)
+        try await fixture.controller.forget(fixture.bob)
+        try fixture.controller.setBinding(elsewhere)
+        #expect(try fixture.controller.binding() == elsewhere)
     }
 }

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// `authctl` against the test token server at the edges of a session's life: a server that
-/// issues no refresh token, and a refresher that stopped while it holds the refresh lock.
-@Suite("Remote accounts: no refresh token, a stopped refresher")
+/// issues no refresh token, a refresher that stopped while it holds the refresh lock, and tokens
+/// kept at sign-out when the binding is to change.
+@Suite("Remote accounts: no refresh token, a stopped refresher, kept tokens")
 struct RemoteAccountEdgeTests {
     func json(_ run: Run) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
@@ -80,5 +81,33 @@ struct RemoteAccountEdgeTests {
         #expect(run.status == 75, "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")
         #expect(try await scenario.authctl("status").status == 0, "the session itself goes on")
+    }
+
+    @Test("tokens kept at sign-out: `server set` elsewhere, `server unset` and `sign-in --server` elsewhere are 65 naming them, until they are forgotten")
+    func rebindingWithKeptTokens() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw", "bob": "pw"]])
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        try await scenario.authctl("sign-out", "--keep-credentials").expect(0)
+        let elsewhere = "http://127.0.0.1:1/token"
+
+        var run = try await scenario.authctl("server", "set", elsewhere)
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("`authctl forget alice`"), "\(run)")
+        run = try await scenario.authctl("server", "unset")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("`authctl forget alice`"), "\(run)")
+        run = try await scenario.authctl("sign-in", "bob", "--server", elsewhere, "--password-stdin", stdin: "pw")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("`authctl forget alice`"), "\(run)")
+        run = try await scenario.authctl("server", "show", "--json")
+        #expect(json(run)["server"] as? String == server.oauth2, "\(run)")
+        run = try await scenario.authctl("accounts")
+        #expect(run.stdout == "  alice\n", "\(run)")
+
+        try await scenario.authctl("forget", "alice").expect(0)
+        #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
+        try await scenario.authctl("server", "set", elsewhere).expect(0)
     }
 }
