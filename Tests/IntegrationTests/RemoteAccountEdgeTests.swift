@@ -6,9 +6,9 @@ import Glibc
 #endif
 
 /// `authctl` against the test token server at the edges of a session's life: a server that
-/// issues no refresh token, a refresher that stopped while it holds the refresh lock, and tokens
+/// issues no refresh token, a refresh lock held by a refresher that stopped or hung, and tokens
 /// kept at sign-out when the binding is to change.
-@Suite("Remote accounts: no refresh token, a stopped refresher, kept tokens")
+@Suite("Remote accounts: no refresh token, a held refresh lock, kept tokens")
 struct RemoteAccountEdgeTests {
     func json(_ run: Run) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
@@ -53,34 +53,43 @@ struct RemoteAccountEdgeTests {
         #expect(try server.count("refresh") == 0)
     }
 
-    @Test("a refresher stopped (SIGSTOP) while it holds the refresh lock: a still-valid token is printed with a warning (0); an expired one is 75")
-    func stoppedRefresher() async throws {
+    /// A process that takes the refresh lock of `service` in `folder` (the settings folder),
+    /// says `locked`, and keeps it — as a refresher stopped with Ctrl-Z, or hung, keeps it.
+    static let lockHolder = """
+        import fcntl, hashlib, os, sys, time
+        path = "%s/refresh-%s.lock" % (sys.argv[1], hashlib.md5(sys.argv[2].encode()).hexdigest())
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        print("locked", flush=True)
+        time.sleep(600)
+        """
+
+    @Test("the refresh lock held beyond the wait (a refresher stopped or hung): a still-valid token is printed with a warning (0); an expired one is 75")
+    func refreshLockHeld() async throws {
         let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20])
         let scenario = try await Scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let expiresAt = try await accessExpiry(scenario)
         let stored = try await scenario.authctl("token").output
-        try server.configure(["refresh_delay": 60])
-        let refresher = try await scenario.start(["token", "--refresh"])
-        defer {
-            refresher.signal(SIGKILL)
-            refresher.signal(SIGCONT)
-        }
-        // It holds the refresh lock once its request has arrived; then it stops, as after Ctrl-Z.
-        try #require(try await eventually(within: .seconds(20)) { try server.count("refresh") > 0 })
-        refresher.signal(SIGSTOP)
+        let holder = try await Spawned(try which("python3", package: "python3"), ["-c", Self.lockHolder, scenario.settingsDirectory, scenario.service],
+                                       input: nil, environment: [:])
+        defer { holder.signal(SIGKILL) }
+        try #require(await holder.waitForLines(1) == ["locked"], "\(holder.stderr)")
 
         var run = try await scenario.authctl("--server-timeout", "1", "token", "--refresh")
         #expect(run.status == 0, "\(run)")
         #expect(run.output == stored, "\(run)")
         #expect(run.stderr.contains("still valid"), "\(run)")
+        // The wait: the server deadline plus 5 s.
+        #expect(run.seconds > 5.9, "\(run)")
 
         try await sleepUntilWallClock(expiresAt + 1_000_000)
         run = try await scenario.authctl("--server-timeout", "1", "token")
         #expect(run.status == 75, "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")
         #expect(try await scenario.authctl("status").status == 0, "the session itself goes on")
+        #expect(try server.count("refresh") == 0, "the lock was never had, so the server was never asked")
     }
 
     @Test("tokens kept at sign-out: `server set` elsewhere, `server unset` and `sign-in --server` elsewhere are 65 naming them, until they are forgotten")
