@@ -40,14 +40,28 @@ extension AuthController {
     /// whose refresh token expired) is signed out — one `signed-out` event, reason `expired` —
     /// and reported as ``AuthError/denied(_:)-enum.case``. Never prompts; the keyring and settings
     /// run off the cooperative pool. The D-Bus method `GetToken` of `serve` calls it.
+    ///
+    /// When the server issued no refresh token, the access token is handed out as it is for as
+    /// long as it lives (with a warning when `forceRefresh` asked for a new one), and the
+    /// session ends when it expires. When another refresher holds the refresh lock beyond the
+    /// wait (it is stopped or hung), that counts as a failed refresh: a token that has not
+    /// expired is handed out with a warning.
     public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false) async throws(AuthError) -> AccessToken {
         let session = try await offload { () throws(AuthError) in try self.currentSession() }
+        guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forceRefresh) }
         guard forceRefresh || isDue(session.times, minValid: minValid) else {
             return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
         }
         return try await refreshes.run { () async throws(AuthError) -> AccessToken in
-            try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout.seconds + 5) { () async throws(AuthError) -> AccessToken in
-                try await self.refresh(session, minValid: minValid, forced: forceRefresh)
+            var locked = false
+            do throws(AuthError) {
+                return try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout.seconds + 5) { () async throws(AuthError) -> AccessToken in
+                    locked = true
+                    return try await self.refresh(session, minValid: minValid, forced: forceRefresh)
+                }
+            } catch {
+                guard !locked, case .temporaryFailure = error else { throw error }
+                return try await offload { () throws(AuthError) in try self.refreshLockNotHad(error, seen: session, minValid: minValid) }
             }
         }
     }
@@ -77,12 +91,23 @@ extension AuthController {
     /// Signs `account` in at `binding`'s server with a password grant, then stores the tokens.
     func signInAtServer(account: AccountID, name: String, password: Password, register: Bool, binding: ServerBinding,
                         newBinding: ServerBinding?) async throws(AuthError) -> ChangeOutcome {
-        // Any unlock prompt comes now, before the server is asked and before the settings lock.
-        try await offload { () throws(AuthError) in try self.keyring.unlock() }
+        try await offload { () throws(AuthError) in
+            // Kept tokens that a new server would strand refuse the sign-in before the server
+            // issues tokens that could not be stored (a corrupt file names no binding).
+            let read = try self.settings.read(service: self.service)
+            if read.corruption == nil {
+                try self.refuseStrandingKeptTokens(read.record, to: newBinding ?? binding, then: "sign in with the new binding")
+            }
+            // Any unlock prompt comes now, before the server is asked and before the settings lock.
+            try self.keyring.unlock()
+        }
         let grant = try await tokenClients(binding).signIn(account: account, password: password, register: register)
         return try await offload { () throws(AuthError) in
             try self.change { (read, record) throws(AuthError) -> Change in
                 try self.refuseRebinding(record, to: newBinding)
+                if read.corruption == nil {
+                    try self.refuseStrandingKeptTokens(record, to: newBinding ?? binding, then: "sign in with the new binding")
+                }
                 let key = ItemKey(service: self.service, account: account, server: binding.server)
                 let old = try self.keyring.secret(key)
                 var change: Change
@@ -155,7 +180,36 @@ extension AuthController {
             guard readingAgain else { throw .notSignedIn("\(user) was signed out of \(service) meanwhile") }
             return try currentSession(readingAgain: false)
         }
-        return Session(user: user, binding: binding, tokens: tokens, times: record.tokenTimes ?? TokenTimes())
+        let times = record.tokenTimes ?? TokenTimes()
+        // Without a refresh token the session lives as long as its access token; the settings
+        // of an earlier version may not say so, the tokens do.
+        if tokens.refreshToken == nil, let expiresAt = times.accessExpiresAt, expiresAt <= clock() {
+            if let ended = try endSession(of: user, reason: .expired) { throw ended }
+            guard readingAgain else { throw .notSignedIn("\(user) was signed out of \(service) meanwhile") }
+            return try currentSession(readingAgain: false)
+        }
+        return Session(user: user, binding: binding, tokens: tokens, times: times)
+    }
+
+    /// The access token of a session whose server issued no refresh token, as it is: it cannot
+    /// be renewed, so a forced refresh says so in a warning and asks no server.
+    private func unrenewable(_ session: Session, forced: Bool) -> AccessToken {
+        let warning = "the token server \(session.binding.server) issued no refresh token, so the access token cannot be renewed; it is used as it is until it expires"
+        return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
+                           warnings: forced ? [warning] : [])
+    }
+
+    /// The refresh lock was not had within the wait: whoever holds it is stopped or hung. That
+    /// is a failed refresh — a token that has not expired is handed out with a warning — unless
+    /// the stored token, read again, is fresh after all. Blocks.
+    private func refreshLockNotHad(_ error: AuthError, seen: Session, minValid: UInt64) throws(AuthError) -> AccessToken {
+        let session = try currentSession()
+        if session.tokens != seen.tokens, !isDue(session.times, minValid: minValid) {
+            return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
+        }
+        if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
+        return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
+                           warnings: ["could not refresh the access token (\(error.message)); it is still valid, so it is used as it is"])
     }
 
     /// Whether the access token expires within the threshold: `minValid`, capped at half the
@@ -186,6 +240,8 @@ extension AuthController {
         guard session.user == user, session.binding == binding else {
             throw .notSignedIn("\(user) was signed out of \(service) meanwhile")
         }
+        // A sign-in meanwhile at a server that issues no refresh token.
+        guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forced) }
         // Another process may have refreshed while this one waited: its token is used as it is.
         if forced ? session.tokens != seen.tokens : !isDue(session.times, minValid: minValid) {
             return AccessToken(user: user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)

@@ -18,7 +18,7 @@ extension AuthController {
         status.server = record.binding?.server
         let signedIn: AccountID?
         if let itemExists { signedIn = itemExists ? record.user : nil } else { signedIn = try signedInAccount(in: record) }
-        // A bound session also ends when its refresh token's known expiry has passed.
+        // A bound session also ends when its known end has passed (see `sessionHasEnded`).
         guard let user = signedIn, !sessionHasEnded(record) else { return status }
         status.user = user
         status.name = record.name
@@ -75,9 +75,10 @@ extension AuthController {
         return user
     }
 
-    /// Whether the refresh token's known expiry has passed.
+    /// Whether the session's known end has passed: the refresh token's expiry, or the access
+    /// token's when the server issued no refresh token.
     func sessionHasEnded(_ record: SessionRecord) -> Bool {
-        guard record.binding != nil, let expiry = record.tokenTimes?.refreshExpiresAt else { return false }
+        guard record.binding != nil, let expiry = record.tokenTimes?.sessionEndsAt else { return false }
         return expiry <= clock()
     }
 }

@@ -115,6 +115,9 @@ extension AuthError {
         case signOutFirst
         /// Forget the account, which clears its keyring item.
         case forget(AccountID)
+        /// Forget these accounts first: their tokens are kept in the keyring, and the change
+        /// asked for would put them out of reach.
+        case forgetFirst([AccountID])
         /// Bind the service to a token server.
         case bindServer
         /// Bind the service to a token server of protocol `json`, the one with registration.
@@ -147,6 +150,7 @@ extension AuthError {
             switch self {
             case .signOutFirst: "sign out first"
             case .forget(let account): "clear it by forgetting \(account)"
+            case .forgetFirst(let accounts): "forget \(accounts.map(\.rawValue).joined(separator: ", ")) first"
             case .bindServer: "bind it to a token server"
             case .bindRegistrationServer: "; bind it to one first"
             case .registration: "registration"

@@ -4,7 +4,7 @@ import Synchronization
 
 /// A token server in memory that speaks both protocols of a token server — `oauth2` at `/token`
 /// (and RFC 7009 revocation at `/revoke`) and `json` at `/login`, `/register` and
-/// `/refresh_tokens` — with knobs for what a test needs a server to do: lifetimes, rotation, a
+/// `/refresh_tokens` — with knobs for what a test needs a server to do: lifetimes, rotation or no refresh token at all, a
 /// clock ahead or behind, refusal, failures, delays, malformed answers. It keeps a log of every
 /// request. It is an ``/AuthControllerCore/HTTPTransport`` itself, for tests in one process; ``respond(to:)`` is
 /// the same server for an HTTP listener.
@@ -19,6 +19,9 @@ public final class InMemoryTokenServer: HTTPTransport {
         public var refreshLifetime: UInt64? = 3600
         /// Whether a refresh issues a new refresh token (and retires the old one).
         public var rotatesRefreshTokens = true
+        /// Whether answers carry a refresh token at all; without one (RFC 6749 allows it) the
+        /// access token cannot be renewed.
+        public var issuesRefreshTokens = true
         /// Whether access tokens are JWTs with an `exp` claim (and answers give no `expires_in`).
         public var jwtAccessTokens = false
         /// The server's clock minus the real one, in seconds.
@@ -196,7 +199,8 @@ public final class InMemoryTokenServer: HTTPTransport {
             accessToken = "eyJhbGciOiJub25lIn0.\(payload).sig-\(serial)"
         }
         let refreshExpiry = configuration.refreshLifetime.map { now + $0 * 1_000_000 }
-        let refreshToken = rotating || previous == nil ? "refresh-\(serial)-" + UUID().uuidString.prefix(8) : nil
+        let refreshToken = configuration.issuesRefreshTokens && (rotating || previous == nil)
+            ? "refresh-\(serial)-" + UUID().uuidString.prefix(8) : nil
         state.withLock { state in
             state.accessTokens[accessToken] = accessExpiry ?? .max
             if let refreshToken {

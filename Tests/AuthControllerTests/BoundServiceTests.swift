@@ -257,6 +257,9 @@ struct BoundServiceTests {
         try await fixture.signIn(fixture.bob, "pw2")
         #expect(fixture.trail == ["signed-in alice@example.org sign-in", "signed-out alice@example.org switch", "signed-in bob switch"])
         try await fixture.controller.signOut(keepingCredentials: false)
+        // The switch kept alice's tokens: unbinding would put them out of reach until forgotten.
+        #expect { try fixture.controller.setBinding(nil) } throws: { ($0 as? AuthError)?.exitCode == 65 }
+        try await fixture.controller.forget(fixture.alice)
         try fixture.controller.setBinding(nil)
         #expect(try fixture.controller.binding() == nil)
     }

@@ -10,11 +10,13 @@ struct Schedule: Sendable, Equatable {
 
     /// A signed-in bound service's access token is refreshed at about 80% of its lifetime (a
     /// minute before its expiry when the lifetime is unknown); its session ends at the refresh
-    /// token's expiry. Nothing is scheduled for a signed-out or local service.
+    /// token's expiry. When the server issued no refresh token, the access token is never
+    /// refreshed and the session ends when it expires. Nothing is scheduled for a signed-out
+    /// or local service.
     init(_ status: LoginStatus, _ record: SessionRecord) {
         guard status.isSignedIn, status.server != nil, let times = record.tokenTimes else { return }
-        endsAt = times.refreshExpiresAt
-        guard let expiresAt = times.accessExpiresAt else { return }
+        endsAt = times.sessionEndsAt
+        guard times.renewable, let expiresAt = times.accessExpiresAt else { return }
         if let lifetime = times.accessLifetime, lifetime > 0 {
             refreshAt = expiresAt - min(expiresAt, lifetime.multipliedClamped(by: 200_000))
             // `token`'s threshold is capped at half the lifetime: at 80% the token is due.

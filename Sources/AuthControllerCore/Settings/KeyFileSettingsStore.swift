@@ -103,6 +103,9 @@ public struct KeyFileSettingsStore: SettingsStore {
         set("clock-offset", times.map { String($0.clockOffset) })
         set("access-lifetime", times?.accessLifetime.map { String($0) })
         set("ended", record.user == nil && record.binding != nil ? record.endedBecause?.rawValue : nil)
+        // Written only when the server issued no refresh token: files of earlier versions, which
+        // lack the key, describe renewable tokens.
+        set("renewable", times.flatMap { $0.renewable ? nil : "false" })
         keyFile.setString(String(record.sequence), group: group, key: "sequence")
         try writeAtomically(keyFile.data())
         return replacedCopy
@@ -251,6 +254,10 @@ public struct KeyFileSettingsStore: SettingsStore {
                 throw Corrupt(reason: "'access-lifetime' is not a whole number of seconds within ten years")
             }
             times.accessLifetime = seconds
+        }
+        if let renewable = try value("renewable") {
+            guard renewable == "true" || renewable == "false" else { throw Corrupt(reason: "'renewable' is neither true nor false") }
+            times.renewable = renewable == "true"
         }
         return times
     }

@@ -87,13 +87,24 @@ public struct TokenTimes: Equatable, Sendable {
     public var clockOffset: Int64
     /// The access token's lifetime as the server granted it, in seconds; `nil` when unknown.
     public var accessLifetime: UInt64?
+    /// Whether the server issued a refresh token. Without one (RFC 6749 allows it) the access
+    /// token is never refreshed: it is used as long as it lives, and the session ends with it.
+    public var renewable: Bool
 
     /// Lifetimes with every field given; the defaults say nothing is known.
     public init(accessExpiresAt: UInt64? = nil, refreshExpiresAt: UInt64? = nil, clockOffset: Int64 = 0,
-                accessLifetime: UInt64? = nil) {
+                accessLifetime: UInt64? = nil, renewable: Bool = true) {
         self.accessExpiresAt = accessExpiresAt
         self.refreshExpiresAt = refreshExpiresAt
         self.clockOffset = clockOffset
         self.accessLifetime = accessLifetime
+        self.renewable = renewable
+    }
+
+    /// When the session ends by itself, µs since the epoch by the local clock: when the refresh
+    /// token expires, or, when the server issued none, when the access token does; `nil` when
+    /// unknown.
+    public var sessionEndsAt: UInt64? {
+        renewable ? refreshExpiresAt : accessExpiresAt
     }
 }

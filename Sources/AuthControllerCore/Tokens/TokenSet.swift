@@ -56,7 +56,8 @@ public struct TokenGrant: Equatable, Sendable {
         return Int64(clamping: serverDate) - Int64(clamping: arrivedAt)
     }
 
-    /// The lifetimes as local times. An access token without a given expiry falls back to the
+    /// The lifetimes as local times, and whether there is a refresh token to renew the access
+    /// token with. An access token without a given expiry falls back to the
     /// `exp` of its JWT payload, if it is one; a refresh token without one keeps `previous`'s
     /// expiry when it is the same token (not rotated), else its expiry is unknown.
     public func times(previous: (tokens: TokenSet, times: TokenTimes)? = nil) -> TokenTimes {
@@ -80,7 +81,8 @@ public struct TokenGrant: Equatable, Sendable {
         let lifetime = accessExpiresAt.map { $0 > arrivedAt ? ($0 - arrivedAt) / 1_000_000 : 0 }
         // Whole seconds, as the settings keep it: `Date` has one-second resolution anyway.
         return TokenTimes(accessExpiresAt: accessExpiresAt, refreshExpiresAt: refreshExpiresAt,
-                          clockOffset: Int64((Double(offset) / 1_000_000).rounded()), accessLifetime: lifetime)
+                          clockOffset: Int64((Double(offset) / 1_000_000).rounded()), accessLifetime: lifetime,
+                          renewable: tokens.refreshToken != nil)
     }
 }
 

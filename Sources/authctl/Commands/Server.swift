@@ -39,7 +39,11 @@ struct Server: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
             abstract: "Bind the service to a token server (https, or http to a loopback host).",
-            discussion: "Refused (exit 65) while someone is signed in to the service: sign out first."
+            discussion: """
+                Refused (exit 65) while someone is signed in to the service: sign out first. A \
+                different server is also refused while tokens kept by `sign-out --keep-credentials` \
+                remain at the current one: forget those accounts first.
+                """
         )
 
         @OptionGroup var global: GlobalOptions
@@ -95,7 +99,10 @@ struct Server: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "unset",
             abstract: "Remove the service's binding.",
-            discussion: "Refused (exit 65) while someone is signed in to the service: sign out first."
+            discussion: """
+                Refused (exit 65) while someone is signed in to the service: sign out first; and \
+                while tokens kept by `sign-out --keep-credentials` remain: forget those accounts first.
+                """
         )
 
         @OptionGroup var global: GlobalOptions
@@ -118,7 +125,10 @@ struct Token: AsyncParsableCommand {
             Use it as `curl -H "Authorization: Bearer $(authctl token)" …`.
             Exit status: 0; 1 nobody signed in; 65 the service is not bound; 77 the server ended \
             the session (sign in again); 69/75/76 the server failed, did not answer, or was not \
-            understood — but a token that has not expired yet is printed anyway, with a warning.
+            understood, or another `authctl token` held the refresh lock beyond the wait — but a \
+            token that has not expired yet is printed anyway, with a warning.
+            A server that issues no refresh token: its token is printed as it is until it expires \
+            (--refresh adds a warning that it cannot be renewed); then the session ends (77).
             SIGINT, SIGTERM and SIGHUP end the command only once a refresh under way is answered \
             and stored (each step within its deadline), so the refresh token the server rotated \
             is kept; the command then prints nothing.

@@ -110,6 +110,7 @@ enum Output {
         switch hint {
         case .signOutFirst: "sign out first (`authctl sign-out`)"
         case .forget(let account): "clear it with `authctl forget \(account)`"
+        case .forgetFirst(let accounts): "run " + accounts.map { "`authctl forget \($0)`" }.joined(separator: ", ") + " first"
         case .bindServer: "bind it with `authctl server set URL`"
         case .bindRegistrationServer: " (`authctl server set URL --protocol json`)"
         case .registration: "--register"

@@ -31,6 +31,7 @@ config = {
     "access_lifetime": 300,    # seconds; None: no expiry in the answer
     "refresh_lifetime": 3600,  # seconds; None: no expiry in the answer (never expires)
     "rotate": True,            # a refresh issues a new refresh token and retires the old one
+    "issue_refresh": True,     # answers carry a refresh token at all (RFC 6749 allows none)
     "jwt": False,              # access tokens are JWTs with exp (and no expires_in)
     "clock_offset": 0,         # the server's clock minus the real one, in seconds
     "delay": 0.0,              # seconds before each answer
@@ -147,7 +148,7 @@ class Handler(BaseHTTPRequestHandler):
             serial[0] += 1
             number = serial[0]
             access_lifetime, refresh_lifetime = config["access_lifetime"], config["refresh_lifetime"]
-            rotate = config["rotate"] or previous is None
+            rotate = config["issue_refresh"] and (config["rotate"] or previous is None)
             access_expiry = None if access_lifetime is None else now + access_lifetime
             access = "access-%d-%s" % (number, uuid.uuid4().hex[:8])
             if config["jwt"] and access_expiry is not None:

@@ -1,0 +1,122 @@
+import AuthController
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `authctl` against the test token server at the edges of a session's life: a server that
+/// issues no refresh token, a refresh lock held by a refresher that stopped or hung, and tokens
+/// kept at sign-out when the binding is to change.
+@Suite("Remote accounts: no refresh token, a held refresh lock, kept tokens")
+struct RemoteAccountEdgeTests {
+    func json(_ run: Run) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// The access token's expiry as `status --json` reports it (whole seconds), in µs.
+    func accessExpiry(_ scenario: Scenario) async throws -> UInt64 {
+        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
+        return try #require(Timestamp.microseconds(rfc3339: expiry))
+    }
+
+    @Test("a server that issues no refresh token: the token is used while it lives, never refreshed; the session ends when it expires")
+    func noRefreshToken() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20, "issue_refresh": false])
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        let expiresAt = try await accessExpiry(scenario)
+
+        var run = try await scenario.authctl("token", "--refresh")
+        let token = run.output
+        #expect(run.status == 0, "\(run)")
+        #expect(try server.accepts(token), "\(run)")
+        #expect(run.stderr.contains("cannot be renewed"), "\(run)")
+
+        // 8–9 s left of 20: due (the threshold is half the lifetime), printed as it is.
+        try await sleepUntilWallClock(expiresAt - 8_000_000)
+        run = try await scenario.authctl("token")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.output == token, "\(run)")
+        #expect(try await scenario.authctl("status").status == 0)
+
+        let listener = try scenario.listener()
+        try await sleepUntilWallClock(expiresAt + 1_000_000)
+        run = try await scenario.authctl("token")
+        #expect(run.status == 77, "\(run)")
+        #expect(run.stderr.contains("sign in again"), "\(run)")
+        let events = try await collect(1, from: listener)
+        #expect(events.map(\.reason) == [.expired])
+        #expect(try await scenario.authctl("status").status == 1)
+        #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
+        #expect(try server.count("refresh") == 0)
+    }
+
+    /// A process that takes the refresh lock of `service` in `folder` (the settings folder),
+    /// says `locked`, and keeps it — as a refresher stopped with Ctrl-Z, or hung, keeps it.
+    static let lockHolder = """
+        import fcntl, hashlib, os, sys, time
+        path = "%s/refresh-%s.lock" % (sys.argv[1], hashlib.md5(sys.argv[2].encode()).hexdigest())
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        print("locked", flush=True)
+        time.sleep(600)
+        """
+
+    @Test("the refresh lock held beyond the wait (a refresher stopped or hung): a still-valid token is printed with a warning (0); an expired one is 75")
+    func refreshLockHeld() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20])
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        let expiresAt = try await accessExpiry(scenario)
+        let stored = try await scenario.authctl("token").output
+        let holder = try await Spawned(try which("python3", package: "python3"), ["-c", Self.lockHolder, scenario.settingsDirectory, scenario.service],
+                                       input: nil, environment: [:])
+        defer { holder.signal(SIGKILL) }
+        try #require(await holder.waitForLines(1) == ["locked"], "\(holder.stderr)")
+
+        var run = try await scenario.authctl("--server-timeout", "1", "token", "--refresh")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.output == stored, "\(run)")
+        #expect(run.stderr.contains("still valid"), "\(run)")
+        // The wait: the server deadline plus 5 s.
+        #expect(run.seconds > 5.9, "\(run)")
+
+        try await sleepUntilWallClock(expiresAt + 1_000_000)
+        run = try await scenario.authctl("--server-timeout", "1", "token")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.stdout.isEmpty, "\(run)")
+        #expect(try await scenario.authctl("status").status == 0, "the session itself goes on")
+        #expect(try server.count("refresh") == 0, "the lock was never had, so the server was never asked")
+    }
+
+    @Test("tokens kept at sign-out: `server set` elsewhere, `server unset` and `sign-in --server` elsewhere are 65 naming them, until they are forgotten")
+    func rebindingWithKeptTokens() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw", "bob": "pw"]])
+        let scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        try await scenario.authctl("sign-out", "--keep-credentials").expect(0)
+        let elsewhere = "http://127.0.0.1:1/token"
+
+        var run = try await scenario.authctl("server", "set", elsewhere)
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("`authctl forget alice`"), "\(run)")
+        run = try await scenario.authctl("server", "unset")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("`authctl forget alice`"), "\(run)")
+        run = try await scenario.authctl("sign-in", "bob", "--server", elsewhere, "--password-stdin", stdin: "pw")
+        #expect(run.status == 65, "\(run)")
+        #expect(run.stderr.contains("`authctl forget alice`"), "\(run)")
+        run = try await scenario.authctl("server", "show", "--json")
+        #expect(json(run)["server"] as? String == server.oauth2, "\(run)")
+        run = try await scenario.authctl("accounts")
+        #expect(run.stdout == "  alice\n", "\(run)")
+
+        try await scenario.authctl("forget", "alice").expect(0)
+        #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
+        try await scenario.authctl("server", "set", elsewhere).expect(0)
+    }
+}
