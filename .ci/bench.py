@@ -34,7 +34,7 @@ def run(command, stdin=None, expect=0):
     elapsed = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     if expect is not None and process.returncode != expect:
-        sys.exit(f"{command[0]} exited {process.returncode}: {process.stderr.read().decode()}")
+        sys.exit(f"{' '.join(command)} exited {process.returncode}: {process.stderr.read().decode()}")
     return elapsed, usage.ru_maxrss
 
 
