@@ -96,6 +96,20 @@ def process_figures(pid):
     return cpu, rss
 
 
+def sandbox_keyring_pid():
+    """The gnome-keyring-daemon of this sandbox: the one on this sandbox's bus (other sandboxes
+    may run beside it)."""
+    bus = os.environ["DBUS_SESSION_BUS_ADDRESS"].encode()
+    for pid in subprocess.run(["pgrep", "-f", "gnome-keyring-daemon"], capture_output=True, text=True).stdout.split():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if b"DBUS_SESSION_BUS_ADDRESS=" + bus in environ.read().split(b"\0"):
+                    return int(pid)
+        except OSError:
+            continue
+    sys.exit("the sandbox's gnome-keyring-daemon was not found")
+
+
 def serve_figures(url, idle_seconds=int(os.environ.get("BENCH_IDLE_SECONDS", "60")), changes=1000):
     """`authctl serve`: CPU while idle (beside gnome-keyring-daemon over the same time), and its
     resident set before and after `changes` login changes and as many GetStatus calls."""
@@ -107,7 +121,7 @@ def serve_figures(url, idle_seconds=int(os.environ.get("BENCH_IDLE_SECONDS", "60
         if time.monotonic() > deadline:
             sys.exit("authctl serve did not answer within 10 s: " + serve.stderr.read1().decode())
         time.sleep(0.05)
-    keyring_pid = int(subprocess.run(["pgrep", "-n", "-f", "gnome-keyring-daemon"], capture_output=True, text=True).stdout.split()[0])
+    keyring_pid = sandbox_keyring_pid()
     serve_before, keyring_before = process_figures(serve.pid)[0], process_figures(keyring_pid)[0]
     time.sleep(idle_seconds)
     serve_idle = (process_figures(serve.pid)[0] - serve_before) / idle_seconds * 100
