@@ -22,9 +22,9 @@ extension AuthController {
         public var expiresAt: Date?
         /// Notes for the user: e.g. the server could not be reached, so a still-valid token is
         /// handed out unrefreshed.
-        public var warnings: [String]
+        public var warnings: [AuthError.Message]
 
-        init(user: AccountID, tokens: TokenSet, expiresAt: UInt64?, warnings: [String] = []) {
+        init(user: AccountID, tokens: TokenSet, expiresAt: UInt64?, warnings: [AuthError.Message] = []) {
             self.user = user
             token = tokens.accessToken
             tokenType = tokens.tokenType
@@ -149,7 +149,7 @@ extension AuthController {
         do throws(AuthError) {
             try await tokenClients(revocation.binding).revoke(revocation.tokens)
         } catch {
-            outcome.warnings.append("the refresh token was not revoked (\(error.message)); it stays valid at the server until it expires")
+            outcome.warnings.append("the refresh token was not revoked (\(error.explanation)); it stays valid at the server until it expires")
         }
         return outcome
     }
@@ -194,7 +194,7 @@ extension AuthController {
     /// The access token of a session whose server issued no refresh token, as it is: it cannot
     /// be renewed, so a forced refresh says so in a warning and asks no server.
     private func unrenewable(_ session: Session, forced: Bool) -> AccessToken {
-        let warning = "the token server \(session.binding.server) issued no refresh token, so the access token cannot be renewed; it is used as it is until it expires"
+        let warning: AuthError.Message = "the token server \(session.binding.server) issued no refresh token, so the access token cannot be renewed; it is used as it is until it expires"
         return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
                            warnings: forced ? [warning] : [])
     }
@@ -209,7 +209,7 @@ extension AuthController {
         }
         if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
         return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
-                           warnings: ["could not refresh the access token (\(error.message)); it is still valid, so it is used as it is"])
+                           warnings: ["could not refresh the access token (\(error.explanation)); it is still valid, so it is used as it is"])
     }
 
     /// Whether the access token expires within the threshold: `minValid`, capped at half the
@@ -272,7 +272,7 @@ extension AuthController {
         }
         if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
         return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt,
-                           warnings: ["could not refresh the access token (\(error.message)); it is still valid, so it is used as it is"])
+                           warnings: ["could not refresh the access token (\(error.explanation)); it is still valid, so it is used as it is"])
     }
 
     /// Stores new tokens of the signed-in `user` and their times: the rotated refresh token is

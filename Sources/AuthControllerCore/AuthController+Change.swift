@@ -7,7 +7,7 @@ extension AuthController {
     struct Change {
         var record: SessionRecord?
         var events: [LoginEvent] = []
-        var warnings: [String] = []
+        var warnings: [AuthError.Message] = []
         var undo: () -> Void = {}
         /// Said after the note that a corrupt settings file was replaced.
         var whenReplaced: String?
@@ -19,7 +19,7 @@ extension AuthController {
     /// the keyring change if that fails, so a failed command changes nothing — and broadcast
     /// the events; after the lock, post them in-process.
     func change(_ body: (SettingsRead, SessionRecord) throws(AuthError) -> Change) throws(AuthError) -> ChangeOutcome {
-        var warnings: [String] = []
+        var warnings: [AuthError.Message] = []
         let events = try settings.withExclusiveLock { () throws(AuthError) -> [LoginEvent] in
             let read = try settings.read(service: service)
             var record = read.record
@@ -109,12 +109,12 @@ extension AuthController {
 
     /// Broadcasts under the lock, so processes' events go out in the order of their changes.
     /// A bus that went away after the change was stored is a warning: the change stands.
-    private func broadcast(_ events: [LoginEvent]) -> [String] {
+    private func broadcast(_ events: [LoginEvent]) -> [AuthError.Message] {
         do {
             try broadcaster.broadcast(events)
             return []
         } catch {
-            return [error.message]
+            return [error.explanation]
         }
     }
 
@@ -135,5 +135,5 @@ public struct ChangeOutcome: Equatable, Sendable {
     public var events: [LoginEvent]
     /// One-line notes: nobody was signed in, an upgrade could not be stored, listeners were
     /// not notified, a corrupt settings file was replaced.
-    public var warnings: [String]
+    public var warnings: [AuthError.Message]
 }

@@ -55,7 +55,7 @@ extension AuthController {
         guard case .match(let upgraded) = try check(password, against: stored, of: account) else {
             throw .denied("wrong password for \(account)")
         }
-        var warnings: [String] = []
+        var warnings: [AuthError.Message] = []
         if let upgraded {
             do throws(AuthError) {
                 try settings.withExclusiveLock { () throws(AuthError) in
@@ -99,7 +99,7 @@ extension AuthController {
     /// The keyring label of `account`'s password hash.
     func label(for account: AccountID) -> String { "authctl password hash for \(account) (\(service))" }
 
-    private func upgradeFailedNote(_ error: AuthError) -> String {
-        "could not store the stronger password hash (\(error.message)); the old one stays"
+    private func upgradeFailedNote(_ error: AuthError) -> AuthError.Message {
+        "could not store the stronger password hash (\(error.explanation)); the old one stays"
     }
 }

@@ -37,7 +37,7 @@ struct BoundServiceEdgeTests {
         let token = try await fixture.controller.accessToken(forceRefresh: true)
         #expect(fixture.server.accepts(accessToken: token.token))
         #expect(token.warnings.count == 1)
-        #expect(token.warnings.first?.contains("cannot be renewed") == true)
+        #expect(token.warnings.first?.description.contains("cannot be renewed") == true)
         #expect(fixture.server.requests.count == requests)
         #expect(try fixture.controller.status().isSignedIn)
     }

@@ -235,7 +235,7 @@ struct ControllerTests {
         fixture.keyring.failStores(with: .unavailable("store refused"))
         let outcome = try await fixture.controller.signIn(account: fixture.account("a"), name: "", password: fixture.password("pw"))
         #expect(outcome.events.count == 1)
-        #expect(outcome.warnings.count == 1 && outcome.warnings[0].contains("stronger password hash"))
+        #expect(outcome.warnings.count == 1 && outcome.warnings[0].description.contains("stronger password hash"))
         #expect(try fixture.keyring.secret(service: fixture.service, account: fixture.account("a")) == weak)
     }
 
@@ -257,12 +257,12 @@ struct ControllerTests {
         await #expect(throws: AuthError.settingsUnsafe("the settings file is corrupt")) { try await fixture.controller.forget(fixture.account("a")) }
         #expect(throws: AuthError.settingsUnsafe("the settings file is corrupt")) { try fixture.controller.accounts() }
         let signOut = try await fixture.controller.signOut(keepingCredentials: false)
-        #expect(signOut.events.isEmpty && signOut.warnings.count == 1 && signOut.warnings[0].contains("no password hash was deleted"))
+        #expect(signOut.events.isEmpty && signOut.warnings.count == 1 && signOut.warnings[0].description.contains("no password hash was deleted"))
         #expect(try fixture.keyring.containsItem(service: fixture.service, account: fixture.account("a")))
         #expect(try fixture.controller.status().sequence == 0)
         fixture.settings.makeCorrupt("corrupt again")
         let signIn = try await fixture.signIn("a")
-        #expect(signIn.warnings.contains { $0.contains("corrupt") })
+        #expect(signIn.warnings.contains { $0.description.contains("corrupt") })
         #expect(signIn.events.map(\.sequence) == [1])
     }
 

@@ -172,7 +172,7 @@ struct Token: AsyncParsableCommand {
             throw ExitCode(128 + signal.rawValue)
         }
         let token = try result.get()
-        for warning in token.warnings { Output.diagnostic(warning) }
+        for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
         if json {
             try Output.json(TokenDocument(service: controller.service, token))
         } else {

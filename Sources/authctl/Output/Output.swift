@@ -129,7 +129,7 @@ enum Output {
 
     /// Prints warnings of a change on stderr.
     static func warnings(_ outcome: ChangeOutcome) {
-        for warning in outcome.warnings { diagnostic(warning) }
+        for warning in outcome.warnings { diagnostic(words(warning)) }
     }
 
     /// Writes every byte at once, without buffering, so lines appear in order across both
