@@ -87,13 +87,17 @@ extension LoginService {
                     let token = try await offload(async: { () async throws(AuthError) in
                         try await controller.accessToken(minValid: UInt64(minValid))
                     })
+                    for warning in token.warnings { self.warn("\(controller.service): \(warning)") }
                     return { invocation.returnToken(token.token, expiresAt: token.expiresAt.map(Timestamp.microseconds(_:)) ?? 0) }
                 }
             },
             signOut: { invocation, service in
                 self.answer(invocation, service, .change, calls: calls, trigger: trigger) { controller throws(AuthError) in
                     // The same sign-out as the command line's: the refresh token is revoked too.
-                    _ = try await offload(async: { () async throws(AuthError) in try await controller.signOut(keepingCredentials: false) })
+                    let outcome = try await offload(async: { () async throws(AuthError) in
+                        try await controller.signOut(keepingCredentials: false)
+                    })
+                    for warning in outcome.warnings { self.warn("\(controller.service): \(warning)") }
                     return { invocation.returnSignedOut() }
                 }
             })

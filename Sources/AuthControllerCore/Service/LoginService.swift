@@ -44,6 +44,9 @@ public final class LoginService: Sendable {
     private let replace: Bool
     private let idleExit: Double?
     private let makeController: @Sendable (ServiceName) -> AuthController
+    /// Where the warnings of calls and background refreshes go (a revocation that failed, a
+    /// token handed out unrefreshed).
+    let warn: @Sendable (AuthError.Message) -> Void
     private let controllers = Mutex<[ServiceName: AuthController]>([:])
 
     /// - Parameters:
@@ -55,15 +58,19 @@ public final class LoginService: Sendable {
     ///   - replace: take the name over from a running `serve`.
     ///   - idleExit: return ``Ending/idle`` after that many seconds with no call, no peer that
     ///     called and is still connected, and no token to refresh.
+    ///   - warnings: told each warning of a call or a background refresh (a revocation that
+    ///     failed, a token handed out unrefreshed); the service itself prints nothing.
     ///   - controller: makes the controller of a service (one per service is kept, so that its
     ///     in-process refresh is shared by every caller).
     public init(settings: any SettingsStore, settingsFile: String?, busAddress: String? = nil, replace: Bool = false,
-                idleExit: Double? = nil, controller: @escaping @Sendable (ServiceName) -> AuthController) {
+                idleExit: Double? = nil, warnings: @escaping @Sendable (AuthError.Message) -> Void = { _ in },
+                controller: @escaping @Sendable (ServiceName) -> AuthController) {
         self.settings = settings
         self.settingsFile = settingsFile
         self.busAddress = busAddress
         self.replace = replace
         self.idleExit = idleExit
+        warn = warnings
         makeController = controller
     }
 
@@ -305,7 +312,7 @@ public final class LoginService: Sendable {
     private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: InFlight,
                               trigger: AsyncStream<Trigger>.Continuation) {
         let controller = controller(for: service)
-        knownStates.forget()
+        knownStates.forget(service)
         let ticket = calls.begin(.change)
         Task {
             var retry = false
@@ -315,12 +322,13 @@ public final class LoginService: Sendable {
                 })
                 // A still-valid token handed out because the server could not be reached.
                 retry = !token.warnings.isEmpty
+                for warning in token.warnings { self.warn("\(service): \(warning)") }
             } catch {
                 // A refused refresh token ended the session (its event is out); anything else
                 // is tried again later.
                 if case .denied = error {} else if case .notSignedIn = error {} else { retry = true }
             }
-            self.knownStates.forget()
+            self.knownStates.forget(service)
             calls.end(ticket)
             trigger.yield(.refreshed(service, retry: retry))
         }

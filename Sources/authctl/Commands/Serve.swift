@@ -45,7 +45,8 @@ struct Serve: AsyncParsableCommand {
         let settings = KeyFileSettingsStore(directory: DesktopEnvironment.current.settingsDirectory)
         let global = self.global
         let loginService = LoginService(settings: settings, settingsFile: settings.filePath, busAddress: busAddress,
-                                        replace: replace, idleExit: idleExit) { service in
+                                        replace: replace, idleExit: idleExit,
+                                        warnings: { Output.diagnostic(Output.words($0)) }) { service in
             global.makeController(service: service, busAddress: busAddress, prompting: false)
         }
         _ = try await loginService.run(signals: ProcessSignal.deliveries(of: [.interrupt, .terminate]))
