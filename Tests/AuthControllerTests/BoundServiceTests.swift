@@ -54,7 +54,8 @@ struct BoundServiceTests {
         let outcome = try await fixture.signIn()
         #expect(outcome.events.map(\.reason) == [.signIn])
         let status = try fixture.controller.status()
-        #expect(status.user == fixture.alice && status.server == fixture.binding.server)
+        #expect(status.user == fixture.alice)
+        #expect(status.server == fixture.binding.server)
         #expect(status.accessTokenExpiresAt == Timestamp.date(microseconds: fixture.clock.read() + 300_000_000))
         #expect(status.refreshTokenExpiresAt == Timestamp.date(microseconds: fixture.clock.read() + 3_600_000_000))
         let stored = try #require(try fixture.keyring.value(TokenSet.self, service: fixture.service, account: fixture.alice, server: fixture.binding.server))
@@ -68,7 +69,8 @@ struct BoundServiceTests {
         let fixture = try BoundFixture()
         await #expect(throws: AuthError.self) { try await fixture.signIn(nil, "nope") }
         #expect(try fixture.controller.binding() == nil)
-        #expect(fixture.broadcaster.events.isEmpty && fixture.settings.saveCount == 0)
+        #expect(fixture.broadcaster.events.isEmpty)
+        #expect(fixture.settings.saveCount == 0)
         do { _ = try await fixture.signIn(nil, "nope") } catch let error as AuthError { #expect(error.exitCode == 77) }
     }
 
@@ -78,7 +80,8 @@ struct BoundServiceTests {
         try await fixture.signIn()
         let requests = fixture.server.requests.count
         let token = try await fixture.controller.accessToken()
-        #expect(fixture.server.requests.count == requests && fixture.server.accepts(accessToken: token.token))
+        #expect(fixture.server.requests.count == requests)
+        #expect(fixture.server.accepts(accessToken: token.token))
         #expect(token.expiresAt == Timestamp.date(microseconds: fixture.clock.read() + 300_000_000))
     }
 
@@ -96,9 +99,12 @@ struct BoundServiceTests {
         fixture2.clock.advance(seconds: 200)
         let before = try #require(try fixture2.keyring.value(TokenSet.self, service: fixture2.service, account: fixture2.alice, server: fixture2.binding.server))
         let token = try await fixture2.controller.accessToken(minValid: 1000)  // capped at 150 s: 100 s left → due
-        #expect(fixture2.refreshes == 1 && fixture2.server.accepts(accessToken: token.token) && token.token != before.accessToken)
+        #expect(fixture2.refreshes == 1)
+        #expect(fixture2.server.accepts(accessToken: token.token))
+        #expect(token.token != before.accessToken)
         let after = try #require(try fixture2.keyring.value(TokenSet.self, service: fixture2.service, account: fixture2.alice, server: fixture2.binding.server))
-        #expect(after.refreshToken != before.refreshToken && after.accessToken == token.token)
+        #expect(after.refreshToken != before.refreshToken)
+        #expect(after.accessToken == token.token)
         _ = try await fixture2.controller.accessToken(minValid: 1000)
         #expect(fixture2.refreshes == 1)  // the new token has 300 s, more than the 150 s cap
         #expect(fixture2.broadcaster.events.count == 1)  // a refresh is no event
@@ -114,7 +120,8 @@ struct BoundServiceTests {
             for _ in 0..<12 { group.addTask { try await fixture.controller.accessToken().token } }
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
         }
-        #expect(fixture.refreshes == 1 && tokens.count == 1)
+        #expect(fixture.refreshes == 1)
+        #expect(tokens.count == 1)
         #expect(fixture.server.accepts(accessToken: tokens.first!))
     }
 
@@ -156,7 +163,8 @@ struct BoundServiceTests {
         fixture.clock.advance(seconds: 280)  // 20 s left, due for the default 60 s
         fixture.server.configure { $0.scripted = [failure] }
         let token = try await fixture.controller.accessToken()
-        #expect(token.warnings.count == 1 && fixture.server.accepts(accessToken: token.token))
+        #expect(token.warnings.count == 1)
+        #expect(fixture.server.accepts(accessToken: token.token))
         fixture.clock.advance(seconds: 30)  // expired
         fixture.server.configure { $0.scripted = [failure] }
         await #expect { try await fixture.controller.accessToken() } throws: { error in
@@ -225,14 +233,16 @@ struct BoundServiceTests {
         try await fixture.signIn()
         let tokens = try #require(try fixture.keyring.value(TokenSet.self, service: fixture.service, account: fixture.alice, server: fixture.binding.server))
         let outcome = try await fixture.controller.signOut(keepingCredentials: false)
-        #expect(outcome.events.map(\.reason) == [.signOut] && outcome.warnings.isEmpty)
+        #expect(outcome.events.map(\.reason) == [.signOut])
+        #expect(outcome.warnings.isEmpty)
         #expect(fixture.server.requests.last == InMemoryTokenServer.LoggedRequest(
             endpoint: "revoke", fields: ["token": tokens.refreshToken!, "token_type_hint": "refresh_token", "client_id": "cli"], authorization: nil))
         #expect(try fixture.controller.binding() == fixture.binding)
         try await fixture.signIn()
         try await fixture.signIn(fixture.bob, "pw2")
         let kept = try await fixture.controller.signOut(keepingCredentials: true)
-        #expect(kept.events.count == 1 && fixture.server.requests.last?.endpoint == "login")
+        #expect(kept.events.count == 1)
+        #expect(fixture.server.requests.last?.endpoint == "login")
     }
 
     @Test("a revocation that fails is a warning; the sign-out stands")
@@ -241,7 +251,9 @@ struct BoundServiceTests {
         try await fixture.signIn()
         fixture.server.configure { $0.scripted = [.connectionFailure(.unavailable("connection refused"))] }
         let outcome = try await fixture.controller.signOut(keepingCredentials: false)
-        #expect(outcome.events.count == 1 && outcome.warnings.count == 1 && outcome.warnings[0].description.contains("not revoked"))
+        #expect(outcome.events.count == 1)
+        try #require(outcome.warnings.count == 1)
+        #expect(outcome.warnings[0].description.contains("not revoked"))
         #expect(try fixture.controller.status().isSignedIn == false)
     }
 
@@ -282,7 +294,8 @@ struct BoundServiceTests {
         let before = try fixture.keyring.value(TokenSet.self, service: fixture.service, account: fixture.alice, server: fixture.binding.server)
         try await fixture.controller.verify(try Password("pw"))
         let after = try fixture.keyring.value(TokenSet.self, service: fixture.service, account: fixture.alice, server: fixture.binding.server)
-        #expect(before != after && fixture.broadcaster.events.count == 1)
+        #expect(before != after)
+        #expect(fixture.broadcaster.events.count == 1)
         await #expect { try await fixture.controller.verify(try Password("bad")) } throws: { ($0 as? AuthError)?.exitCode == 77 }
     }
 
