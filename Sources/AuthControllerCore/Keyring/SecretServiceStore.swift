@@ -45,18 +45,24 @@ public struct SecretServiceStore: SecretStore {
     }
 
     /// `SearchItems` and the collection's `Locked` property sent together: one round trip.
+    /// gnome-keyring now and then answers the property, when it arrives beside the search, with
+    /// `UnknownMethod` for a collection path it made up: then both are asked again one after the
+    /// other, and only that answer counts.
     public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
         guard let key else { return (try isLocked(), false) }
-        let answer = try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) {
-            connection, deadline throws(GLibError) in
-            try SecretServiceCalls.searchItemsAndCollectionLock(connection, attributes: key.attributes,
-                                                                collection: SecretServiceCalls.defaultCollectionPath, deadline)
+        do {
+            let together = try bus.call("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.searchItemsAndCollectionLock(connection, attributes: key.attributes,
+                                                                    collection: SecretServiceCalls.defaultCollectionPath, deadline)
+            }
+            return (together.locked, !together.found.unlocked.isEmpty || !together.found.locked.isEmpty)
+        } catch {
+            // A deadline that passed is not asked again: a command still ends within its deadline.
+            if case .temporaryFailure = error { throw error }
+            return (try isLocked(), try containsItem(key))
         }
-        return (answer.locked, !answer.found.unlocked.isEmpty || !answer.found.locked.isEmpty)
     }
 
-    /// The default collection's `Locked` property. Blocks until the reply or ``callTimeout``; never
-    /// prompts. Without a default collection this is ``AuthError/unavailable(_:detail:)-enum.case``.
     public func isLocked() throws(AuthError) -> Bool {
         try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.collectionIsLocked(connection, path: SecretServiceCalls.defaultCollectionPath, deadline)
