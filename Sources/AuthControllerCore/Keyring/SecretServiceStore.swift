@@ -63,6 +63,7 @@ public struct SecretServiceStore: SecretStore {
         }
     }
 
+    /// `Properties.Get` of the default collection's `Locked` property. Never prompts.
     public func isLocked() throws(AuthError) -> Bool {
         try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.collectionIsLocked(connection, path: SecretServiceCalls.defaultCollectionPath, deadline)
