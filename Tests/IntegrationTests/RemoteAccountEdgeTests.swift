@@ -1,4 +1,5 @@
 import AuthController
+import DesktopSandbox
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -7,7 +8,9 @@ import Glibc
 
 /// `authctl` against the test token server at the edges of a session's life: a server that
 /// issues no refresh token, a refresh lock held by a refresher that stopped or hung, and tokens
-/// kept at sign-out when the binding is to change.
+/// kept at sign-out when the binding is to change. Each test has a keyring of its own: their
+/// moments are measured against the wall clock, and the shared keyring, busy with every other
+/// suite at once, answered them late.
 @Suite("Remote accounts: no refresh token, a held refresh lock, kept tokens")
 struct RemoteAccountEdgeTests {
     func json(_ run: Run) -> [String: Any] {
@@ -24,7 +27,9 @@ struct RemoteAccountEdgeTests {
     func noRefreshToken() async throws {
         let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20, "issue_refresh": false])
-        let scenario = try await Scenario()
+        let sandbox = try await DesktopSandbox.started()
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let expiresAt = try await accessExpiry(scenario)
 
@@ -68,7 +73,9 @@ struct RemoteAccountEdgeTests {
     func refreshLockHeld() async throws {
         let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20])
-        let scenario = try await Scenario()
+        let sandbox = try await DesktopSandbox.started()
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let expiresAt = try await accessExpiry(scenario)
         let stored = try await scenario.authctl("token").output
@@ -96,7 +103,9 @@ struct RemoteAccountEdgeTests {
     func rebindingWithKeptTokens() async throws {
         let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw", "bob": "pw"]])
-        let scenario = try await Scenario()
+        let sandbox = try await DesktopSandbox.started()
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         try await scenario.authctl("sign-out", "--keep-credentials").expect(0)
         let elsewhere = "http://127.0.0.1:1/token"

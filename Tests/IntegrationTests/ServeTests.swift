@@ -471,11 +471,14 @@ struct ServeTests {
         // refresh before it made two).
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 10])
         let (scenario, _) = try await SharedServe.scenario()
+        // The token expires 10 s after the sign-in's answer, so no earlier than this plus 10 s.
+        let beforeSignIn = Posix.wallClockMicroseconds()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         // The refreshed token lives long, so a late caller finds it fresh; the refresh is slow,
         // so callers arrive while it is under way.
         try server.configure(["access_lifetime": 300, "refresh_delay": 3])
-        try await waitUntilExpired(scenario)
+        // Not the expiry `status` reports: serve's own refresh may have replaced it by then.
+        try await sleepUntilWallClock(beforeSignIn + 10_500_000)
         let gdbus = try which("gdbus", package: "libglib2.0-bin")
         var started: [Spawned] = []
         for index in 0..<10 {
