@@ -26,7 +26,8 @@ struct RemoteAccountEdgeTests {
     @Test("a server that issues no refresh token: the token is used while it lives, never refreshed; the session ends when it expires")
     func noRefreshToken() async throws {
         let server = try await TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20, "issue_refresh": false])
+        // A minute: each command may take seconds while the whole suite loads two cores.
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 60, "issue_refresh": false])
         let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
@@ -39,8 +40,8 @@ struct RemoteAccountEdgeTests {
         #expect(try server.accepts(token), "\(run)")
         #expect(run.stderr.contains("cannot be renewed"), "\(run)")
 
-        // 8–9 s left of 20: due (the threshold is half the lifetime), printed as it is.
-        try await sleepUntilWallClock(expiresAt - 8_000_000)
+        // 25 s left of 60: due (the threshold is half the lifetime), printed as it is.
+        try await sleepUntilWallClock(expiresAt - 25_000_000)
         run = try await scenario.authctl("token")
         #expect(run.status == 0, "\(run)")
         #expect(run.output == token, "\(run)")
@@ -72,7 +73,8 @@ struct RemoteAccountEdgeTests {
     @Test("the refresh lock held beyond the wait (a refresher stopped or hung): a still-valid token is printed with a warning (0); an expired one is 75")
     func refreshLockHeld() async throws {
         let server = try await TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 20])
+        // A minute: the still-valid part must not run out while the whole suite loads two cores.
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 60])
         let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
