@@ -479,6 +479,9 @@ struct ServeTests {
         try server.configure(["access_lifetime": 300, "refresh_delay": 3])
         // Not the expiry `status` reports: serve's own refresh may have replaced it by then.
         try await sleepUntilWallClock(beforeSignIn + 10_500_000)
+        // serve's own refresh may be under way, done, or (on a machine loaded with the whole
+        // suite) still to come; whichever it is, the ten callers share one refresh at most.
+        let refreshesBefore = try server.count("refresh")
         let gdbus = try which("gdbus", package: "libglib2.0-bin")
         var started: [Spawned] = []
         for index in 0..<10 {
@@ -497,7 +500,9 @@ struct ServeTests {
             tokens.append(index % 2 == 0 ? run.output : token(run)?.0 ?? "")
         }
         #expect(Set(tokens).count == 1, "\(tokens)")
-        #expect(try server.count("refresh") == 1)
+        let refreshes = try server.count("refresh")
+        #expect(refreshes - refreshesBefore <= 1, "\(refreshesBefore) refreshes before the callers, \(refreshes) after")
+        #expect(refreshes >= 1, "the expired token was refreshed")
         #expect(try server.accepts(tokens[0]))
     }
 
