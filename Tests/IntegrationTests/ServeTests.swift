@@ -471,14 +471,14 @@ struct ServeTests {
         // refresh before it made two).
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 10])
         let (scenario, _) = try await SharedServe.scenario()
-        // The token expires 10 s after the sign-in's answer, so no earlier than this plus 10 s.
-        let beforeSignIn = Posix.wallClockMicroseconds()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
+        // The token expires 10 s after the sign-in's answer, so 10 s after this at the latest.
+        let afterSignIn = Posix.wallClockMicroseconds()
         // The refreshed token lives long, so a late caller finds it fresh; the refresh is slow,
         // so callers arrive while it is under way.
         try server.configure(["access_lifetime": 300, "refresh_delay": 3])
         // Not the expiry `status` reports: serve's own refresh may have replaced it by then.
-        try await sleepUntilWallClock(beforeSignIn + 10_500_000)
+        try await sleepUntilWallClock(afterSignIn + 10_500_000)
         // serve's own refresh may be under way, done, or (on a machine loaded with the whole
         // suite) still to come; whichever it is, the ten callers share one refresh at most.
         let refreshesBefore = try server.count("refresh")
