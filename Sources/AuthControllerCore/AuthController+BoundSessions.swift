@@ -102,14 +102,18 @@ extension AuthController {
             try self.keyring.unlock()
         }
         let grant = try await tokenClients(binding).signIn(account: account, password: password, register: register)
-        return try await offload { () throws(AuthError) in
-            try self.change { (read, record) throws(AuthError) -> Change in
+        // The tokens this sign-in replaces (signing in again, or after `keepingCredentials`):
+        // their refresh token is revoked once the new ones are stored, so none is left live.
+        let (outcome, replaced) = try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
+            var replaced: Revocation?
+            let outcome = try self.change { (read, record) throws(AuthError) -> Change in
                 try self.refuseRebinding(record, to: newBinding)
                 if read.corruption == nil {
                     try self.refuseStrandingKeptTokens(record, to: newBinding ?? binding, then: "sign in with the new binding")
                 }
                 let key = ItemKey(service: self.service, account: account, server: binding.server)
                 let old = try self.keyring.secret(key)
+                replaced = old.flatMap { self.replacedRevocation(of: $0, by: grant.tokens, binding: binding) }
                 var change: Change
                 if record.user != account || read.corruption != nil {
                     change = try self.signingIn(account, name: name, over: record, binding: binding, tokenTimes: grant.times())
@@ -124,7 +128,17 @@ extension AuthController {
                 change.undo = { self.restore(old, at: key, label: self.tokenLabel(account, binding)) }
                 return change
             }
+            return (outcome, replaced)
         }
+        return await revoking(replaced, after: outcome)
+    }
+
+    /// The revocation of the refresh token in `stored` (an item's JSON) that `tokens` replace,
+    /// when it has one they do not carry again.
+    func replacedRevocation(of stored: [UInt8], by tokens: TokenSet, binding: ServerBinding) -> Revocation? {
+        guard let old = try? JSONDecoder().decode(TokenSet.self, from: Data(stored)), let refreshToken = old.refreshToken,
+              refreshToken != tokens.refreshToken else { return nil }
+        return Revocation(tokens: old, binding: binding)
     }
 
     /// The tokens a sign-out or `forget` of `account` revokes at the server once its change is

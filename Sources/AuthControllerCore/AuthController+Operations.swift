@@ -167,7 +167,14 @@ extension AuthController {
             return try await offload { () throws(AuthError) in try self.verifyLocally(password) }
         }
         let grant = try await tokenClients(binding).signIn(account: user, password: password, register: false)
-        return try await offload { () throws(AuthError) in try self.storeRefreshed(grant, of: user, binding: binding) }
+        // The new tokens replace the stored ones, whose refresh token is then revoked: none is
+        // left live out of reach.
+        let (outcome, replaced) = try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
+            let stored = try self.keyring.secret(ItemKey(service: self.service, account: user, server: binding.server))
+            let outcome = try self.storeRefreshed(grant, of: user, binding: binding)
+            return (outcome, stored.flatMap { self.replacedRevocation(of: $0, by: grant.tokens, binding: binding) })
+        }
+        return await revoking(replaced, after: outcome)
     }
 
     // MARK: - The changes
