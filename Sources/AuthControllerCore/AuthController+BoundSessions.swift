@@ -267,8 +267,18 @@ extension AuthController {
             return try await offload { () throws(AuthError) in try self.refreshFailed(error, session) }
         }
         let previous = (tokens: session.tokens, times: session.times)
-        let outcome = try await offload { () throws(AuthError) in
-            try self.storeRefreshed(grant, of: user, binding: binding, previous: previous)
+        let outcome: ChangeOutcome
+        do {
+            outcome = try await offload { () throws(AuthError) in
+                try self.storeRefreshed(grant, of: user, binding: binding, previous: previous)
+            }
+        } catch {
+            // Signed out, or another account signed in, while the server answered: the tokens it
+            // issued have nowhere to go, so their refresh token is revoked, not left live.
+            if case .notSignedIn = error, grant.tokens.refreshToken != nil {
+                _ = await revoking(Revocation(tokens: grant.tokens, binding: binding), after: ChangeOutcome(events: [], warnings: []))
+            }
+            throw error
         }
         return AccessToken(user: user, tokens: grant.tokens, expiresAt: grant.times(previous: previous).accessExpiresAt,
                            warnings: outcome.warnings)
@@ -297,7 +307,7 @@ extension AuthController {
             return try change { (read, record) throws(AuthError) -> Change in
                 if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
                 guard record.user == user, record.binding == binding else {
-                    throw .denied("\(user) was signed out of \(service) meanwhile; sign in again")
+                    throw .notSignedIn("\(user) was signed out of \(service) meanwhile")
                 }
                 try keyring.store(grant.tokens, service: service, account: user, server: binding.server, label: tokenLabel(user, binding))
                 var updated = record

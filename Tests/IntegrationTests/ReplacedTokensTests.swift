@@ -30,4 +30,28 @@ struct ReplacedTokensTests {
         try await scenario.authctl("forget", "alice").expect(0)
         #expect(try server.liveRefreshTokens().isEmpty)
     }
+
+    @Test("a refresh answered after another account signed in: token says nobody is signed in (1) and the tokens it got are revoked")
+    func refreshOvertakenBySignIn() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw", "bob": "pw"], "access_lifetime": 3600])
+        let scenario = try await Scenario()
+        try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).expect(0)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        try server.configure(["refresh_delay": 2])
+        let refreshing = try await scenario.start(["token", "--refresh"])
+        let asked = await eventually(within: .seconds(20)) { (try? server.count("refresh")) == 1 }
+        try #require(asked, "the refresh never reached the server")
+        try await scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "pw").expect(0)
+
+        let run = await refreshing.wait(timeout: 60)
+        #expect(run.status == 1, "\(run)")
+        #expect(run.stderr.contains("was signed out of"), "\(run)")
+        // alice's tokens stay kept (a switch keeps them); the refresh's new ones are revoked:
+        // alice's kept one and bob's are all that is live.
+        try await scenario.authctl("forget", "alice").expect(0)
+        try await scenario.authctl("forget", "bob").expect(0)
+        let live = try server.liveRefreshTokens()
+        #expect(live.isEmpty, "\(live)")
+    }
 }
