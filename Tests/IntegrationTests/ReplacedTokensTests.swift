@@ -38,8 +38,9 @@ struct ReplacedTokensTests {
         let scenario = try await Scenario()
         try await scenario.authctl("server", "set", server.oauth2, "--revoke-url", server.revoke).expect(0)
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
-        try server.configure(["refresh_delay": 2])
-        let refreshing = try await scenario.start(["token", "--refresh"])
+        // The answer comes late enough that bob's sign-in is done first, however loaded the machine.
+        try server.configure(["refresh_delay": 15])
+        let refreshing = try await scenario.start(["--server-timeout", "30", "token", "--refresh"])
         let asked = await eventually(within: .seconds(20)) { (try? server.count("refresh")) == 1 }
         try #require(asked, "the refresh never reached the server")
         try await scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "pw").expect(0)
