@@ -23,10 +23,14 @@ extension AuthController {
         /// Notes for the user: e.g. the server could not be reached, so a still-valid token is
         /// handed out unrefreshed.
         public var warnings: [AuthError.Message]
+        /// The ID token an OpenID provider issued with it, verified when it was stored; `nil`
+        /// from other servers.
+        public var idToken: String?
 
         init(user: AccountID, tokens: TokenSet, expiresAt: UInt64?, warnings: [AuthError.Message] = []) {
             self.user = user
             token = tokens.accessToken
+            idToken = tokens.idToken
             tokenType = tokens.tokenType
             self.expiresAt = expiresAt.map(Timestamp.date(microseconds:))
             self.warnings = warnings
@@ -46,9 +50,15 @@ extension AuthController {
     /// session ends when it expires. When another refresher holds the refresh lock beyond the
     /// wait (it is stopped or hung), that counts as a failed refresh: a token that has not
     /// expired is handed out with a warning.
-    public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false) async throws(AuthError) -> AccessToken {
+    ///
+    /// With `checkingIDToken`, the tokens are also refreshed when the ID token (OpenID
+    /// providers) expires within the threshold.
+    public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false,
+                            checkingIDToken: Bool = false) async throws(AuthError) -> AccessToken {
         let session = try await offload { () throws(AuthError) in try self.currentSession() }
         guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forceRefresh) }
+        // An ID token about to expire is renewed as a forced refresh would renew it.
+        let forceRefresh = forceRefresh || (checkingIDToken && idTokenIsDue(session, minValid: minValid))
         guard forceRefresh || isDue(session.times, minValid: minValid) else {
             return AccessToken(user: session.user, tokens: session.tokens, expiresAt: session.times.accessExpiresAt)
         }
@@ -102,6 +112,14 @@ extension AuthController {
             try self.keyring.unlock()
         }
         let grant = try await tokenClients(binding).signIn(account: account, password: password, register: register)
+        return try await storeSignIn(grant, account: account, name: name, binding: binding, newBinding: newBinding)
+    }
+
+    /// Stores the tokens of a sign-in of `account` at `binding`'s server and records the
+    /// session (with the `email` an OpenID provider vouched for): the events of a sign-in, or
+    /// none when `account` already was signed in.
+    func storeSignIn(_ grant: TokenGrant, account: AccountID, name: String, binding: ServerBinding, newBinding: ServerBinding?,
+                     email: String? = nil) async throws(AuthError) -> ChangeOutcome {
         // The tokens this sign-in replaces (signing in again, or after `keepingCredentials`):
         // their refresh token is revoked once the new ones are stored, so none is left live.
         let (outcome, replaced) = try await offload { () throws(AuthError) -> (ChangeOutcome, Revocation?) in
@@ -117,10 +135,12 @@ extension AuthController {
                 var change: Change
                 if record.user != account || read.corruption != nil {
                     change = try self.signingIn(account, name: name, over: record, binding: binding, tokenTimes: grant.times())
+                    change.record?.email = email
                 } else {
                     var renewed = record
                     renewed.binding = binding
                     renewed.tokenTimes = grant.times()
+                    renewed.email = email
                     change = Change(record: renewed)
                 }
                 try self.keyring.store(grant.tokens, service: self.service, account: account, server: binding.server,
@@ -233,6 +253,13 @@ extension AuthController {
         let threshold = min(minValid, times.accessLifetime.map { $0 / 2 } ?? minValid)
         let now = clock()
         return expiresAt <= now || expiresAt < now.addingClamped(threshold.multipliedClamped(by: 1_000_000))
+    }
+
+    /// Whether the session's ID token expires within `minValid` seconds, by the server's clock.
+    private func idTokenIsDue(_ session: Session, minValid: UInt64) -> Bool {
+        guard let idToken = session.tokens.idToken, let expiry = JWT.expiry(of: idToken) else { return false }
+        let serverNow = clock().subtractingClamped(-session.times.clockOffset * 1_000_000)
+        return expiry < serverNow.addingClamped(minValid.multipliedClamped(by: 1_000_000))
     }
 
     /// The refresh itself, holding the service's refresh lock: whoever waited for the lock

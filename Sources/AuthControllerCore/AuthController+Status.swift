@@ -22,6 +22,7 @@ extension AuthController {
         guard let user = signedIn, !sessionHasEnded(record) else { return status }
         status.user = user
         status.name = record.name
+        status.email = record.email
         status.signedInAt = record.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)).map(Timestamp.date(microseconds:))
         status.accessTokenExpiresAt = record.tokenTimes?.accessExpiresAt.map(Timestamp.date(microseconds:))
         status.refreshTokenExpiresAt = record.tokenTimes?.refreshExpiresAt.map(Timestamp.date(microseconds:))
@@ -118,6 +119,8 @@ public struct LoginStatus: Equatable, Sendable {
     public var accessTokenExpiresAt: Date?
     /// When its refresh token expires, likewise.
     public var refreshTokenExpiresAt: Date?
+    /// The signed-in account's e-mail address, when an OpenID provider vouched for one.
+    public var email: String?
 
     /// A status with the given parts; token times start unknown.
     public init(service: ServiceName, user: AccountID? = nil, name: String? = nil, signedInAt: Date? = nil,
@@ -133,11 +136,12 @@ public struct LoginStatus: Equatable, Sendable {
     /// Whether someone is signed in.
     public var isSignedIn: Bool { user != nil }
 
-    /// The Gravatar URL of the signed-in account id: MD5 of the trimmed, lower-cased id.
+    /// The Gravatar URL of the signed-in account's e-mail address (``email``), else of its id:
+    /// MD5 of the trimmed, lower-cased text.
     public var avatarURL: String? {
         guard let user else { return nil }
         // Unicode's White_Space property is the set Foundation's `.whitespacesAndNewlines` trims.
-        let scalars = user.rawValue.unicodeScalars
+        let scalars = (email ?? user.rawValue).unicodeScalars
         let start = scalars.firstIndex { !$0.properties.isWhitespace } ?? scalars.endIndex
         let end = scalars.lastIndex { !$0.properties.isWhitespace }.map(scalars.index(after:)) ?? start
         let normalized = String(scalars[start..<end]).lowercased()

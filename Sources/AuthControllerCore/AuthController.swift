@@ -34,6 +34,8 @@ public final class AuthController: Sendable {
     let tokenClients: @Sendable (ServerBinding) -> any TokenClient
     /// The refresh of this controller's service in flight in this process, if any.
     let refreshes = RefreshFlight()
+    /// How token servers and OpenID providers are reached; `nil` when they cannot be.
+    let transport: (any HTTPTransport)?
 
     /// A controller made of the given parts; ``desktop(service:environment:prompting:keyringTimeout:serverTimeout:busAddress:observers:)``
     /// wires the desktop's own in one call.
@@ -60,6 +62,7 @@ public final class AuthController: Sendable {
             return makeTokenClient(for: binding, transport: tokenTransport, timeout: serverTimeout.seconds, clock: clock)
         }
         self.serverTimeout = serverTimeout
+        self.transport = tokenTransport
         self.service = service
         self.keyring = keyring
         self.settings = settings

@@ -144,6 +144,15 @@ extension AuthError {
         case signOutToReplaceSettings
         /// Sign in or out, either of which writes a new settings file.
         case signInOrOutToReplaceSettings
+        /// The client id an OpenID provider registered for this program.
+        case clientID
+        /// The options only an OpenID Connect binding takes (account claim, device authorization
+        /// URL, redirect port).
+        case openIDOptions
+        /// Sign in at the OpenID provider again, in the browser or with a device code.
+        case signInAgain
+        /// Give the person more time to sign in at the provider.
+        case raiseSignInTimeout
 
         /// The hint in the library's words, as ``AuthError/message`` says it.
         public var description: String {
@@ -164,6 +173,10 @@ extension AuthError {
             case .eventCommand: "the event command"
             case .signOutToReplaceSettings: "sign out to replace it"
             case .signInOrOutToReplaceSettings: "signing in or out replaces it"
+            case .clientID: "give it as the client id"
+            case .openIDOptions: "the account claim, device authorization URL and redirect port"
+            case .signInAgain: "sign in again"
+            case .raiseSignInTimeout: "allow more time to sign in"
             }
         }
     }

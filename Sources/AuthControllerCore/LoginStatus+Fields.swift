@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 /// The fields of a status document, in order: what `status --json` prints and what `serve`'s
 /// `GetStatus` answers. Each front end renders the values its own way (times as RFC 3339 text

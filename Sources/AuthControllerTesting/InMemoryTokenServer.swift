@@ -105,7 +105,7 @@ public final class InMemoryTokenServer: HTTPTransport {
     /// The transport's side of the server: waits ``Configuration/delay`` (suspending), then answers
     /// as ``respond(to:)``. A delay of `timeout` or more waits `timeout` seconds and throws
     /// ``/AuthControllerCore/AuthError/temporaryFailure(_:detail:)-enum.case``, as a transport whose deadline passed.
-    public func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+    public func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
         let delay = state.withLock { $0.configuration.delay }
         if delay > 0 {
             guard delay < timeout else {

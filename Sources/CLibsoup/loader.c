@@ -8,6 +8,9 @@
 typedef struct _SoupMessageHeaders SoupMessageHeaders;
 typedef void (*SoupMessageHeadersForeachFunc)(const char *name, const char *value, gpointer user_data);
 enum { SOUP_MESSAGE_NO_REDIRECT = 1 << 1 };
+typedef void (*SoupServerCallback)(SoupServer *, SoupServerMessage *, const char *path, GHashTable *query, gpointer);
+enum { SOUP_SERVER_LISTEN_IPV4_ONLY = 1 << 1 };
+enum { SOUP_MEMORY_COPY = 2 };
 
 static struct {
     SoupSession *(*session_new)(void);
@@ -23,6 +26,18 @@ static struct {
     GInputStream *(*session_send)(SoupSession *, SoupMessage *, GCancellable *, GError **);
     guint (*message_get_status)(SoupMessage *);
     GQuark (*session_error_quark)(void);
+    GType (*server_get_type)(void);
+    void (*server_add_handler)(SoupServer *, const char *, SoupServerCallback, gpointer, GDestroyNotify);
+    gboolean (*server_listen_local)(SoupServer *, guint, guint, GError **);
+    GSList *(*server_get_uris)(SoupServer *);
+    void (*server_disconnect)(SoupServer *);
+    const char *(*server_message_get_method)(SoupServerMessage *);
+    GUri *(*server_message_get_uri)(SoupServerMessage *);
+    void (*server_message_set_status)(SoupServerMessage *, guint, const char *);
+    void (*server_message_set_response)(SoupServerMessage *, const char *, int, const char *, gsize);
+    SoupMessageHeaders *(*server_message_get_response_headers)(SoupServerMessage *);
+    void (*server_message_pause)(SoupServerMessage *);
+    void (*server_message_unpause)(SoupServerMessage *);
 } soup;
 
 static int loaded = -1;
@@ -45,6 +60,18 @@ static void load(void) {
     SYMBOL(session_send, "soup_session_send")
     SYMBOL(message_get_status, "soup_message_get_status")
     SYMBOL(session_error_quark, "soup_session_error_quark")
+    SYMBOL(server_get_type, "soup_server_get_type")
+    SYMBOL(server_add_handler, "soup_server_add_handler")
+    SYMBOL(server_listen_local, "soup_server_listen_local")
+    SYMBOL(server_get_uris, "soup_server_get_uris")
+    SYMBOL(server_disconnect, "soup_server_disconnect")
+    SYMBOL(server_message_get_method, "soup_server_message_get_method")
+    SYMBOL(server_message_get_uri, "soup_server_message_get_uri")
+    SYMBOL(server_message_set_status, "soup_server_message_set_status")
+    SYMBOL(server_message_set_response, "soup_server_message_set_response")
+    SYMBOL(server_message_get_response_headers, "soup_server_message_get_response_headers")
+    SYMBOL(server_message_pause, "soup_server_message_pause")
+    SYMBOL(server_message_unpause, "soup_server_message_unpause")
 #undef SYMBOL
     loaded = 0;
 }
@@ -61,8 +88,8 @@ SoupSession *authctl_soup_session_new(guint timeout_seconds, gboolean direct) {
     return session;
 }
 
-SoupMessage *authctl_soup_message_new_post(const char *uri) {
-    SoupMessage *message = soup.message_new("POST", uri);
+SoupMessage *authctl_soup_message_new(const char *method, const char *uri) {
+    SoupMessage *message = soup.message_new(method, uri);
     if (message) soup.message_add_flags(message, SOUP_MESSAGE_NO_REDIRECT);
     return message;
 }
@@ -89,4 +116,70 @@ void authctl_soup_message_each_response_header(SoupMessage *message, void (*each
 
 GQuark authctl_soup_session_error_quark(void) {
     return loaded == 0 ? soup.session_error_quark() : 0;
+}
+
+struct handler { AuthctlServerHandler handler; gpointer data; };
+
+static void dispatch(SoupServer *server, SoupServerMessage *message, const char *path, GHashTable *query, gpointer data) {
+    (void)server;
+    (void)query;
+    struct handler *handler = data;
+    GUri *uri = soup.server_message_get_uri(message);
+    handler->handler(message, soup.server_message_get_method(message), path, uri ? g_uri_get_query(uri) : NULL, handler->data);
+}
+
+SoupServer *authctl_soup_server_new_loopback(guint port, AuthctlServerHandler handler, gpointer data, GError **error) {
+    // No `Server:` header: the person's browser needs no name of the program that answered.
+    SoupServer *server = g_object_new(soup.server_get_type(), "server-header", NULL, NULL);
+    struct handler *registered = g_new(struct handler, 1);
+    registered->handler = handler;
+    registered->data = data;
+    soup.server_add_handler(server, NULL, dispatch, registered, g_free);
+    if (!soup.server_listen_local(server, port, SOUP_SERVER_LISTEN_IPV4_ONLY, error)) {
+        g_object_unref(server);
+        return NULL;
+    }
+    return server;
+}
+
+guint authctl_soup_server_port(SoupServer *server) {
+    GSList *uris = soup.server_get_uris(server);
+    guint port = uris ? (guint)g_uri_get_port(uris->data) : 0;
+    g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+    return port;
+}
+
+void authctl_soup_server_close(SoupServer *server) {
+    soup.server_disconnect(server);
+    g_object_unref(server);
+}
+
+void authctl_soup_server_message_respond(SoupServerMessage *message, guint status, const char *content_type, const char *body,
+                                         gsize length) {
+    soup.server_message_set_status(message, status, NULL);
+    SoupMessageHeaders *headers = soup.server_message_get_response_headers(message);
+    soup.headers_append(headers, "Cache-Control", "no-store");
+    soup.headers_append(headers, "Connection", "close");
+    soup.server_message_set_response(message, content_type, SOUP_MEMORY_COPY, body, length);
+}
+
+void authctl_soup_server_message_pause(SoupServerMessage *message) { soup.server_message_pause(message); }
+void authctl_soup_server_message_unpause(SoupServerMessage *message) { soup.server_message_unpause(message); }
+
+struct finished { void (*finished)(gpointer); gpointer data; gboolean called; };
+
+static void on_finished(SoupServerMessage *message, gpointer data) {
+    (void)message;
+    struct finished *watch = data;
+    if (!watch->called) {
+        watch->called = TRUE;
+        watch->finished(watch->data);
+    }
+}
+
+void authctl_soup_server_message_on_finished(SoupServerMessage *message, void (*finished)(gpointer), gpointer data) {
+    struct finished *watch = g_new0(struct finished, 1);
+    watch->finished = finished;
+    watch->data = data;
+    g_signal_connect_data(message, "finished", G_CALLBACK(on_finished), watch, (GClosureNotify)(void (*)(void))g_free, 0);
 }

@@ -90,4 +90,11 @@ enum GLibText {
     static func md5Hex(_ text: String) -> String {
         takeString(g_compute_checksum_for_string(G_CHECKSUM_MD5, text, -1)) ?? ""
     }
+
+    /// The SHA-256 digest of `bytes`. The corresponding C function is `g_compute_checksum_for_data`.
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        let hex = bytes.withUnsafeBufferPointer { takeString(g_compute_checksum_for_data(G_CHECKSUM_SHA256, $0.baseAddress, gsize($0.count))) } ?? ""
+        let digits = Array(hex.utf8).map { $0 <= UInt8(ascii: "9") ? $0 - UInt8(ascii: "0") : $0 - UInt8(ascii: "a") + 10 }
+        return stride(from: 0, to: digits.count - 1, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
+    }
 }

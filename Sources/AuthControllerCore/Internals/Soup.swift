@@ -2,12 +2,12 @@ internal import CGLib
 internal import CLibsoup
 import Dispatch
 
-/// One POST through libsoup-3.0 (loaded on first use, see `CLibsoup/shim.h`): no redirect
+/// One request through libsoup-3.0 (loaded on first use, see `CLibsoup/shim.h`): no redirect
 /// followed, TLS verified by GIO against the system store, at most ``maximumAnswerSize`` bytes
 /// read, and one ``Deadline`` over the whole exchange. Blocks its thread.
 enum Soup {
     /// The corresponding C functions are `soup_session_send` and `g_input_stream_read`.
-    static func post(_ request: HTTPRequest, timeout: Double) throws(AuthError) -> HTTPResponse {
+    static func send(_ request: HTTPRequest, timeout: Double) throws(AuthError) -> HTTPResponse {
         guard authctl_soup_load() == 0 else {
             throw .unavailable("libsoup-3.0 is not installed, and authctl needs it to reach token servers; install the Debian package libsoup-3.0-0")
         }
@@ -22,7 +22,7 @@ enum Soup {
         // Loopback never goes through a proxy; other servers follow the system's proxy settings.
         let session = authctl_soup_session_new(guint(min(timeout.rounded(.up), 86_400)) + 1, loopback ? 1 : 0)!
         defer { authctl_object_unref(UnsafeMutableRawPointer(session)) }
-        guard let message = authctl_soup_message_new_post(request.url) else {
+        guard let message = authctl_soup_message_new(request.method, request.url) else {
             throw .invalidInput("libsoup cannot parse the URL \(request.url)")
         }
         defer { authctl_object_unref(UnsafeMutableRawPointer(message)) }
@@ -30,9 +30,11 @@ enum Soup {
         for (name, value) in request.headers {
             if name.lowercased() == "content-type" { contentType = value } else { authctl_soup_message_append_header(message, name, value) }
         }
-        let body = request.body.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize($0.count)) }
-        authctl_soup_message_set_body(message, contentType, body)
-        g_bytes_unref(body)
+        if request.method != "GET" {
+            let body = request.body.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize($0.count)) }
+            authctl_soup_message_set_body(message, contentType, body)
+            g_bytes_unref(body)
+        }
 
         let deadline = Deadline(seconds: timeout)
         // Cancellation handlers touch the request: the deadline is disarmed before it goes.
@@ -90,14 +92,14 @@ public struct SoupTransport: HTTPTransport {
     /// The transport; libsoup-3.0 is loaded only by the first request.
     public init() {}
 
-    /// Sends the POST on a Dispatch thread, off the cooperative pool, and suspends until the answer or the deadline. Without
+    /// Sends the request on a Dispatch thread, off the cooperative pool, and suspends until the answer or the deadline. Without
     /// libsoup-3.0 installed this is ``AuthError/unavailable(_:detail:)-enum.case``. The corresponding
     /// C function is `soup_session_send`.
-    public func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+    public func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPResponse, AuthError>, Never>) in
             DispatchQueue.global().async {
                 do throws(AuthError) {
-                    continuation.resume(returning: .success(try Soup.post(request, timeout: timeout)))
+                    continuation.resume(returning: .success(try Soup.send(request, timeout: timeout)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

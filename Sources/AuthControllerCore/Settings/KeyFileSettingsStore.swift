@@ -97,6 +97,19 @@ public struct KeyFileSettingsStore: SettingsStore {
         set("client-id", record.binding?.clientID)
         set("scope", record.binding?.scope)
         set("revoke-url", record.binding?.revokeURL?.rawValue)
+        let openID = record.binding?.openID
+        set("account-claim", openID?.accountClaim)
+        set("device-authorization-url", openID?.deviceAuthorizationURL?.rawValue)
+        set("redirect-port", openID?.redirectPort.map { String($0) })
+        let provider = openID?.provider
+        set("issuer", provider?.issuer)
+        set("token-endpoint", provider?.tokenEndpoint.rawValue)
+        set("authorization-endpoint", provider?.authorizationEndpoint?.rawValue)
+        set("device-authorization-endpoint", provider?.deviceAuthorizationEndpoint?.rawValue)
+        set("userinfo-endpoint", provider?.userinfoEndpoint?.rawValue)
+        set("revocation-endpoint", provider?.revocationEndpoint?.rawValue)
+        set("jwks-uri", provider?.jwksURI.rawValue)
+        set("email", record.user == nil ? nil : record.email)
         let times = record.user == nil ? nil : record.tokenTimes
         set("access-expires-at", times?.accessExpiresAt.map(Timestamp.rfc3339(microseconds:)))
         set("refresh-expires-at", times?.refreshExpiresAt.map(Timestamp.rfc3339(microseconds:)))
@@ -217,6 +230,10 @@ public struct KeyFileSettingsStore: SettingsStore {
             record.signedInAt = signedInAt
         }
         if record.binding != nil { record.tokenTimes = try tokenTimes(value) }
+        if let email = try value("email") {
+            guard (try? DisplayName.validate(email)) != nil, !email.isEmpty else { throw Corrupt(reason: "'email' is not a valid e-mail address") }
+            record.email = email
+        }
         return record
     }
 
@@ -225,12 +242,39 @@ public struct KeyFileSettingsStore: SettingsStore {
         guard let server = try value("server") else { return nil }
         let (tokenProtocol, clientID, scope, revokeURL) = (try value("protocol"), try value("client-id"), try value("scope"),
                                                           try value("revoke-url"))
+        let (accountClaim, deviceAuthorizationURL, redirectPort) = (try value("account-claim"), try value("device-authorization-url"),
+                                                                    try value("redirect-port"))
+        let discovered = try provider(value)
+        if let discovered, let url = try? ServerURL(validating: server), !Discovery.sameIssuer(discovered.issuer, url) {
+            throw Corrupt(reason: "'issuer' does not name the server")
+        }
         do throws(AuthError) {
-            return try ServerBinding(validatingServer: server, protocol: tokenProtocol, clientID: clientID, scope: scope,
-                                     revokeURL: revokeURL)
+            var binding = try ServerBinding(validatingServer: server, protocol: tokenProtocol, clientID: clientID, scope: scope,
+                                            revokeURL: revokeURL, accountClaim: accountClaim,
+                                            deviceAuthorizationURL: deviceAuthorizationURL, redirectPort: redirectPort)
+            if binding.tokenProtocol == .oidc { binding.openID?.provider = discovered }
+            return binding
         } catch {
             throw Corrupt(reason: "the server binding: \(error.message)")
         }
+    }
+
+    /// What discovery found at an OpenID provider; `nil` before the first discovery (no
+    /// `issuer` key). A key that is there must hold what discovery would accept.
+    private static func provider(_ value: (String) throws(Corrupt) -> String?) throws(Corrupt) -> OpenIDProvider? {
+        guard let issuer = try value("issuer") else { return nil }
+        func url(_ key: String) throws(Corrupt) -> ServerURL? {
+            guard let text = try value(key) else { return nil }
+            guard let url = ServerURL(rawValue: text) else { throw Corrupt(reason: "'\(key)' is not a normalised https URL") }
+            return url
+        }
+        guard let tokenEndpoint = try url("token-endpoint"), let jwksURI = try url("jwks-uri") else {
+            throw Corrupt(reason: "'issuer' is there without 'token-endpoint' and 'jwks-uri'")
+        }
+        return OpenIDProvider(issuer: issuer, tokenEndpoint: tokenEndpoint, authorizationEndpoint: try url("authorization-endpoint"),
+                              deviceAuthorizationEndpoint: try url("device-authorization-endpoint"),
+                              userinfoEndpoint: try url("userinfo-endpoint"), revocationEndpoint: try url("revocation-endpoint"),
+                              jwksURI: jwksURI)
     }
 
     private static func tokenTimes(_ value: (String) throws(Corrupt) -> String?) throws(Corrupt) -> TokenTimes {

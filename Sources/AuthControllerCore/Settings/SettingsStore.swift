@@ -17,11 +17,15 @@ public struct SessionRecord: Equatable, Sendable {
     /// its `signed-out` event), so a process that waited while it ended can tell a session the
     /// server ended from one that was signed out.
     public var endedBecause: LoginEvent.Reason?
+    /// The signed-in account's e-mail address, as an OpenID provider vouched for it; the avatar
+    /// is that address's.
+    public var email: String?
 
     /// A record with every field given; the defaults make the record of a service nobody ever signed
     /// in to.
     public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0,
-                binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil, endedBecause: LoginEvent.Reason? = nil) {
+                binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil, endedBecause: LoginEvent.Reason? = nil,
+                email: String? = nil) {
         self.user = user
         self.name = name
         self.signedInAt = signedInAt
@@ -29,6 +33,7 @@ public struct SessionRecord: Equatable, Sendable {
         self.binding = binding
         self.tokenTimes = tokenTimes
         self.endedBecause = endedBecause
+        self.email = email
     }
 
     /// The record once nobody is signed in, the last event being `sequence`, for `reason`: the

@@ -1,14 +1,19 @@
-/// One POST to a token server, as the token clients need it.
+/// One request to a token server or an OpenID provider: a POST of a form or JSON, or a GET
+/// (discovery, keys, userinfo).
 public struct HTTPRequest: Sendable {
+    /// `POST` or `GET`.
+    public var method: String
     /// The absolute URL of the endpoint.
     public var url: String
     /// Header names and values, sent in order.
     public var headers: [(String, String)]
-    /// The request body: a form (`application/x-www-form-urlencoded`) or JSON, as the headers say.
+    /// The request body: a form (`application/x-www-form-urlencoded`) or JSON, as the headers
+    /// say; empty for a GET.
     public var body: [UInt8]
 
-    /// A POST of `body` to `url` with `headers`.
-    public init(url: String, headers: [(String, String)], body: [UInt8]) {
+    /// A request (by default a POST of `body`) to `url` with `headers`.
+    public init(method: String = "POST", url: String, headers: [(String, String)], body: [UInt8] = []) {
+        self.method = method
         self.url = url
         self.headers = headers
         self.body = body
@@ -32,7 +37,7 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 }
 
-/// Sends token requests. The contract every implementation keeps: TLS certificates are always
+/// Sends requests to token servers and OpenID providers. The contract every implementation keeps: TLS certificates are always
 /// verified; redirects are never followed (a 3xx comes back as it is); an answer over
 /// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` and is not read further; when
 /// `timeout` seconds pass the request is abandoned with
@@ -41,8 +46,8 @@ public struct HTTPResponse: Sendable, Equatable {
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the server's answer, whatever its status, giving up after
     /// `timeout` seconds.
-    func post(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse
+    func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse
 }
 
-/// The largest answer a token server may give; a larger one is ``AuthError/protocolError(_:)-enum.case``.
+/// The largest answer a token server or an OpenID provider may give; a larger one is ``AuthError/protocolError(_:)-enum.case``.
 public let maximumAnswerSize = 64 * 1024

@@ -15,7 +15,7 @@ enum JWT {
         return UInt64(seconds * 1_000_000)
     }
 
-    private static func base64URLDecoded(_ text: Substring) -> Data? {
+    static func base64URLDecoded(_ text: Substring) -> Data? {
         var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
         return Data(base64Encoded: base64)

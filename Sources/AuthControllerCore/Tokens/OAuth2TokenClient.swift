@@ -5,9 +5,13 @@ import FoundationEssentials
 /// identity servers offer.
 struct OAuth2TokenClient: TokenClient {
     let exchange: TokenExchange
+    /// Whether answers' `id_token` is kept (for an OpenID provider's refreshes).
+    let keepingIDToken: Bool
 
-    init(binding: ServerBinding, transport: any HTTPTransport, timeout: Double, clock: @escaping @Sendable () -> UInt64) {
+    init(binding: ServerBinding, transport: any HTTPTransport, timeout: Double, clock: @escaping @Sendable () -> UInt64,
+         keepingIDToken: Bool = false) {
         exchange = TokenExchange(binding: binding, transport: transport, timeout: timeout, clock: clock)
+        self.keepingIDToken = keepingIDToken
     }
 
     private var binding: ServerBinding { exchange.binding }
@@ -37,7 +41,7 @@ struct OAuth2TokenClient: TokenClient {
     }
 
     func revoke(_ tokens: TokenSet) async throws(AuthError) {
-        guard let revokeURL = binding.revokeURL, let refreshToken = tokens.refreshToken else { return }
+        guard let revokeURL = binding.revocationURL, let refreshToken = tokens.refreshToken else { return }
         var body = FormBody()
         body.add("token", refreshToken)
         body.add("token_type_hint", "refresh_token")
@@ -66,16 +70,25 @@ struct OAuth2TokenClient: TokenClient {
         var expires_in: Double?
         var refresh_token: String?
         var refresh_expires_in: Double?
+        var id_token: String?
         var error: String?
         var error_description: String?
     }
 
-    private func grant(_ body: FormBody, refusal: String) async throws(AuthError) -> TokenGrant {
+    private func grant(_ body: FormBody, refusal: AuthError.Message) async throws(AuthError) -> TokenGrant {
         let (response, arrivedAt, serverDate) = try await exchange.post(binding.server.rawValue, contentType: Self.form, body: body.bytes)
-        let server = binding.server
+        return try Self.grant(from: response, arrivedAt: arrivedAt, serverDate: serverDate, server: binding.server, refusal: refusal,
+                              keepingIDToken: keepingIDToken)
+    }
+
+    /// The tokens of an answer to a grant at `server`'s token endpoint (RFC 6749 §5.1, and an
+    /// OpenID provider's `id_token` with `keepingIDToken`); an `invalid_grant` refusal is
+    /// ``AuthError/denied(_:)-enum.case`` with `refusal`.
+    static func grant(from response: HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?, server: ServerURL, refusal: AuthError.Message,
+                      keepingIDToken: Bool) throws(AuthError) -> TokenGrant {
         let answer = TokenExchange.decode(Answer.self, response.body)
         guard response.status == 200 else {
-            if (response.status == 400 || response.status == 401) && answer?.error == "invalid_grant" { throw .denied(refusal + "; sign in again") }
+            if (response.status == 400 || response.status == 401) && answer?.error == "invalid_grant" { throw .denied("\(refusal); sign in again") }
             if let error = answer?.error {
                 let description = answer?.error_description.map { ": " + TokenExchange.quote($0) } ?? ""
                 throw .unavailable("the token server \(server) refused the request (HTTP \(response.status), \(TokenExchange.quote(error))\(description))")
@@ -97,7 +110,8 @@ struct OAuth2TokenClient: TokenClient {
             .map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
         let refreshExpiry = try TokenExchange.nonNegative(answer.refresh_expires_in, "refresh_expires_in", server: server)
             .map { TokenGrant.Expiry.after(seconds: TokenExchange.seconds($0)) }
-        return TokenGrant(tokens: TokenSet(accessToken: accessToken, refreshToken: refreshToken, tokenType: "Bearer"),
+        let idToken = keepingIDToken ? try TokenExchange.token(answer.id_token, "id_token", server: server) : nil
+        return TokenGrant(tokens: TokenSet(accessToken: accessToken, refreshToken: refreshToken, tokenType: "Bearer", idToken: idToken),
                           accessExpiry: accessExpiry, refreshExpiry: refreshToken == nil ? nil : refreshExpiry,
                           serverDate: serverDate, arrivedAt: arrivedAt)
     }

@@ -1,5 +1,10 @@
 /// The token server a service is bound to, as kept in the service's settings
-/// group (`server`, `protocol`, `client-id`, `scope`, `revoke-url`). It outlives sign-out.
+/// group (`server`, `protocol`, `client-id`, `scope`, `revoke-url`, and for an OpenID Connect
+/// provider the keys of ``OpenIDOptions``). It outlives sign-out.
+///
+/// Two bindings are equal when they name the same server the same way: what discovery found
+/// at an OpenID provider (``OpenIDOptions/provider``) is left out, since it is looked up again
+/// at every sign-in.
 public struct ServerBinding: Equatable, Sendable {
     /// How authctl talks to the server.
     public enum TokenProtocol: String, Sendable, CaseIterable {
@@ -7,10 +12,13 @@ public struct ServerBinding: Equatable, Sendable {
         case oauth2
         /// A plain JSON API with `login`, `register` and `refresh_tokens` endpoints.
         case json
+        /// An OpenID Connect provider, found by discovery from its issuer URL; accounts sign in
+        /// in the browser or with a code on another device, never with a password.
+        case oidc
     }
 
     /// The token server: for `oauth2` the token endpoint itself, for `json` the URL that
-    /// `login`, `register` and `refresh_tokens` are appended to.
+    /// `login`, `register` and `refresh_tokens` are appended to, for `oidc` the issuer.
     public var server: ServerURL
     /// How authctl talks to the server.
     public var tokenProtocol: TokenProtocol
@@ -19,36 +27,74 @@ public struct ServerBinding: Equatable, Sendable {
     /// The OAuth `scope` sent with each `oauth2` grant (words separated by single spaces);
     /// `nil` to send none.
     public var scope: String?
-    /// Where refresh tokens are revoked at sign-out (RFC 7009); `nil` for none.
+    /// Where refresh tokens are revoked at sign-out (RFC 7009); `nil` for none (for `oidc`: the
+    /// revocation endpoint discovery found).
     public var revokeURL: ServerURL?
+    /// What an `oidc` binding adds; `nil` for the other protocols.
+    public var openID: OpenIDOptions?
 
-    /// A binding of already validated parts; ``init(validatingServer:protocol:clientID:scope:revokeURL:)``
+    /// A binding of already validated parts; ``init(validatingServer:protocol:clientID:scope:revokeURL:accountClaim:deviceAuthorizationURL:redirectPort:)``
     /// checks text typed by a user.
     public init(server: ServerURL, tokenProtocol: TokenProtocol = .oauth2, clientID: String? = nil, scope: String? = nil,
-                revokeURL: ServerURL? = nil) {
+                revokeURL: ServerURL? = nil, openID: OpenIDOptions? = nil) {
         self.server = server
         self.tokenProtocol = tokenProtocol
         self.clientID = clientID
         self.scope = scope
         self.revokeURL = revokeURL
+        self.openID = tokenProtocol == .oidc ? openID ?? OpenIDOptions() : nil
     }
 
-    /// Checks every part as typed on the command line; a broken rule is ``AuthError/invalidInput(_:)-enum.case``.
+    /// Equal when every part a user gives is; what discovery found is not compared.
+    public static func == (lhs: ServerBinding, rhs: ServerBinding) -> Bool {
+        lhs.server == rhs.server && lhs.tokenProtocol == rhs.tokenProtocol && lhs.clientID == rhs.clientID
+            && lhs.scope == rhs.scope && lhs.revokeURL == rhs.revokeURL
+            && lhs.openID?.accountClaim == rhs.openID?.accountClaim
+            && lhs.openID?.deviceAuthorizationURL == rhs.openID?.deviceAuthorizationURL
+            && lhs.openID?.redirectPort == rhs.openID?.redirectPort
+    }
+
+    /// Where refresh tokens are revoked: the revoke URL given, else (for `oidc`) the provider's
+    /// revocation endpoint.
+    var revocationURL: ServerURL? {
+        revokeURL ?? openID?.provider?.revocationEndpoint
+    }
+
+    /// Checks every part as typed on the command line; a broken rule is ``AuthError/invalidInput(_:)-enum.case``,
+    /// an `oidc` binding without a client id, or OpenID options on another protocol,
+    /// ``AuthError/usage(_:)-enum.case``. An `oidc` scope gets `openid` in front when it lacks it,
+    /// and is `openid profile email` when none is given.
     public init(validatingServer server: String, protocol tokenProtocol: String?, clientID: String?, scope: String?,
-                revokeURL: String?) throws(AuthError) {
+                revokeURL: String?, accountClaim: String? = nil, deviceAuthorizationURL: String? = nil,
+                redirectPort: String? = nil) throws(AuthError) {
         let parsedProtocol: TokenProtocol
         if let tokenProtocol {
             guard let known = TokenProtocol(rawValue: tokenProtocol) else {
-                throw .invalidInput("invalid protocol '\(tokenProtocol)': use oauth2 or json")
+                throw .invalidInput("invalid protocol '\(tokenProtocol)': use oauth2, json or oidc")
             }
             parsedProtocol = known
         } else {
             parsedProtocol = .oauth2
         }
-        self.init(server: try ServerURL(validating: server), tokenProtocol: parsedProtocol,
+        var openID: OpenIDOptions?
+        var scope = scope
+        if parsedProtocol == .oidc {
+            guard clientID != nil else {
+                throw .usage("an OpenID Connect provider needs the client id it registered for authctl (\(hint: .clientID))")
+            }
+            openID = try OpenIDOptions(validatingAccountClaim: accountClaim, deviceAuthorizationURL: deviceAuthorizationURL,
+                                       redirectPort: redirectPort)
+            let words = (scope ?? "openid profile email").split(separator: " ", omittingEmptySubsequences: false)
+            scope = words.contains("openid") ? scope ?? "openid profile email" : "openid " + scope!
+        } else if accountClaim != nil || deviceAuthorizationURL != nil || redirectPort != nil {
+            throw .usage("\(hint: .openIDOptions) are for OpenID Connect providers (protocol oidc)")
+        }
+        self.init(server: try ServerURL(validating: server, role: parsedProtocol == .oidc ? "issuer URL" : "server URL"),
+                  tokenProtocol: parsedProtocol,
                   clientID: try clientID.map { (text) throws(AuthError) in try Self.validate(text, as: "client id", spaces: false) },
                   scope: try scope.map { (text) throws(AuthError) in try Self.validate(text, as: "scope", spaces: true) },
-                  revokeURL: try revokeURL.map { (text) throws(AuthError) in try ServerURL(validating: text, role: "revoke URL") })
+                  revokeURL: try revokeURL.map { (text) throws(AuthError) in try ServerURL(validating: text, role: "revoke URL") },
+                  openID: openID)
     }
 
     /// 1–255 bytes of printable ASCII; no spaces, except (with `spaces`) single spaces between

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// Talks to a token server: the password grant, the refresh, the revocation.
-/// Two implementations, one per protocol; `AuthControllerTesting` adds an in-memory server.
+/// One implementation per protocol; `AuthControllerTesting` adds an in-memory server.
 public protocol TokenClient: Sendable {
     /// Sends the password (password grant, or registration with `register`). A wrong password
     /// is ``AuthError/denied(_:)-enum.case``.
@@ -21,6 +21,7 @@ public func makeTokenClient(for binding: ServerBinding, transport: any HTTPTrans
     switch binding.tokenProtocol {
     case .oauth2: OAuth2TokenClient(binding: binding, transport: transport, timeout: timeout, clock: clock)
     case .json: JSONAPITokenClient(binding: binding, transport: transport, timeout: timeout, clock: clock)
+    case .oidc: OpenIDTokenClient(binding: binding, transport: transport, timeout: timeout, clock: clock)
     }
 }
 
@@ -37,10 +38,20 @@ struct TokenExchange: Sendable {
     /// Posts and stamps the answer with its arrival time and the server's `Date`.
     func post(_ url: String, contentType: String?, authorization: String? = nil,
               body: [UInt8]) async throws(AuthError) -> (HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?) {
+        try await send("POST", url, contentType: contentType, authorization: authorization, body: body)
+    }
+
+    /// Sends a GET, as ``post(_:contentType:authorization:body:)`` sends a POST.
+    func get(_ url: String, authorization: String? = nil) async throws(AuthError) -> (HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?) {
+        try await send("GET", url, contentType: nil, authorization: authorization, body: [])
+    }
+
+    private func send(_ method: String, _ url: String, contentType: String?, authorization: String?,
+                      body: [UInt8]) async throws(AuthError) -> (HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?) {
         var headers = [("Accept", "application/json"), ("User-Agent", Self.userAgent)]
         if let contentType { headers.append(("Content-Type", contentType)) }
         if let authorization { headers.append(("Authorization", authorization)) }
-        let response = try await transport.post(HTTPRequest(url: url, headers: headers, body: body), timeout: timeout)
+        let response = try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: body), timeout: timeout)
         let arrivedAt = clock()
         if (300..<400).contains(response.status) {
             throw .protocolError("the token server \(binding.server) answered with a redirect (HTTP \(response.status)\(location(response))); authctl does not follow redirects: bind the final URL")

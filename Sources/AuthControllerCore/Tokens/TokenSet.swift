@@ -1,5 +1,6 @@
 /// The secret part of a signed-in account of a bound service, kept as one keyring item
-/// (never in a file): a JSON object with `accessToken`, `refreshToken` (may be absent) and `tokenType`.
+/// (never in a file): a JSON object with `accessToken`, `refreshToken` (may be absent) and
+/// `tokenType`, and from an OpenID provider `idToken` and `subject`.
 public struct TokenSet: Codable, Equatable, Sendable {
     /// The access token: the credential an app presents to the services behind the token server.
     public var accessToken: String
@@ -8,12 +9,20 @@ public struct TokenSet: Codable, Equatable, Sendable {
     public var refreshToken: String?
     /// The access token's type: `Bearer`, the only type authctl accepts from a server.
     public var tokenType: String
+    /// The ID token an OpenID provider issued with them, verified before it was stored; `nil`
+    /// from other servers, and when the provider issued none.
+    public var idToken: String?
+    /// The account's `sub` claim at its OpenID provider, which a refresh's ID token must repeat.
+    public var subject: String?
 
     /// The tokens as a server gave them.
-    public init(accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer") {
+    public init(accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer", idToken: String? = nil,
+                subject: String? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.tokenType = tokenType
+        self.idToken = idToken
+        self.subject = subject
     }
 }
 

@@ -17,9 +17,9 @@ int authctl_soup_load(void);
 /// GCancellable) and, with `direct`, no proxy (`soup_session_set_proxy_resolver(NULL)`).
 SoupSession *authctl_soup_session_new(guint timeout_seconds, gboolean direct);
 
-/// `soup_message_new("POST", uri)` with `SOUP_MESSAGE_NO_REDIRECT`: a 3xx is the answer.
+/// `soup_message_new(method, uri)` with `SOUP_MESSAGE_NO_REDIRECT`: a 3xx is the answer.
 /// NULL when libsoup cannot parse the URI.
-SoupMessage *authctl_soup_message_new_post(const char *uri);
+SoupMessage *authctl_soup_message_new(const char *method, const char *uri);
 
 /// `soup_message_headers_append` on the request headers.
 void authctl_soup_message_append_header(SoupMessage *message, const char *name, const char *value);
@@ -36,6 +36,38 @@ guint authctl_soup_message_status(SoupMessage *message);
 /// `soup_message_headers_foreach` on the response headers.
 void authctl_soup_message_each_response_header(SoupMessage *message, void (*each)(const char *name, const char *value, gpointer data),
                                                gpointer data);
+
+typedef struct _SoupServer SoupServer;
+typedef struct _SoupServerMessage SoupServerMessage;
+
+/// A request to an `authctl_soup_server`: its method, path and raw query (NULL without one).
+typedef void (*AuthctlServerHandler)(SoupServerMessage *message, const char *method, const char *path, const char *query,
+                                     gpointer data);
+
+/// A `SoupServer` that answers every request through `handler`, listening on 127.0.0.1 only
+/// (`soup_server_listen_local` with `SOUP_SERVER_LISTEN_IPV4_ONLY`) at `port` (0: one the system
+/// picks), its sources on the thread-default main context. NULL with `error` set when it cannot
+/// listen.
+SoupServer *authctl_soup_server_new_loopback(guint port, AuthctlServerHandler handler, gpointer data, GError **error);
+
+/// The port the server listens on; 0 when unknown.
+guint authctl_soup_server_port(SoupServer *server);
+
+/// Stops listening and closes every connection (`soup_server_disconnect`), then drops the server.
+void authctl_soup_server_close(SoupServer *server);
+
+/// `soup_server_message_set_status` and `soup_server_message_set_response` (copied), with the
+/// headers `Cache-Control: no-store` and `Connection: close`.
+void authctl_soup_server_message_respond(SoupServerMessage *message, guint status, const char *content_type, const char *body,
+                                         gsize length);
+
+/// `soup_server_message_pause` / `soup_server_message_unpause`: an answer given later.
+void authctl_soup_server_message_pause(SoupServerMessage *message);
+void authctl_soup_server_message_unpause(SoupServerMessage *message);
+
+/// Calls `finished` once the answer to `message` is written (its `finished` signal), or the
+/// connection is gone.
+void authctl_soup_server_message_on_finished(SoupServerMessage *message, void (*finished)(gpointer), gpointer data);
 
 /// The quark of libsoup's session errors (`SOUP_SESSION_ERROR`: an answer that is not HTTP).
 GQuark authctl_soup_session_error_quark(void);

@@ -7,7 +7,7 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("server"), help: ArgumentHelp("The token server: an oauth2 token endpoint, or a json API's base URL.", valueName: "url"))
     var url: String?
 
-    @Option(name: .customLong("protocol"), help: ArgumentHelp("oauth2 (default) or json.", valueName: "protocol"))
+    @Option(name: .customLong("protocol"), help: ArgumentHelp("oauth2 (default), json, or oidc (an OpenID Connect provider).", valueName: "protocol"))
     var tokenProtocol: String?
 
     @Option(name: .customLong("client-id"), help: ArgumentHelp("The OAuth client id to send.", valueName: "id"))
@@ -19,12 +19,26 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("revoke-url"), help: ArgumentHelp("Where to revoke the refresh token at sign-out (RFC 7009).", valueName: "url"))
     var revokeURL: String?
 
-    var hasDetails: Bool { tokenProtocol != nil || clientID != nil || scope != nil || revokeURL != nil }
+    @Option(name: .customLong("account-claim"), help: ArgumentHelp("oidc: the ID-token claim that is the account id (default: email, else preferred_username, else sub).", valueName: "claim"))
+    var accountClaim: String?
 
-    /// The binding the options describe, checked (65 naming the rule); `nil` without `--server`.
+    @Option(name: .customLong("device-authorization-url"), help: ArgumentHelp("oidc: the device authorization endpoint, when discovery names none.", valueName: "url"))
+    var deviceAuthorizationURL: String?
+
+    @Option(name: .customLong("redirect-port"), help: ArgumentHelp("oidc: a fixed port for the browser's return to 127.0.0.1 (default: one the system picks).", valueName: "port"))
+    var redirectPort: String?
+
+    var hasDetails: Bool {
+        tokenProtocol != nil || clientID != nil || scope != nil || revokeURL != nil || accountClaim != nil
+            || deviceAuthorizationURL != nil || redirectPort != nil
+    }
+
+    /// The binding the options describe, checked (65 naming the rule, 64 for an oidc binding
+    /// without a client id); `nil` without `--server`.
     func binding(url given: String? = nil) throws(AuthError) -> ServerBinding? {
         guard let url = given ?? url else { return nil }
-        return try ServerBinding(validatingServer: url, protocol: tokenProtocol, clientID: clientID, scope: scope, revokeURL: revokeURL)
+        return try ServerBinding(validatingServer: url, protocol: tokenProtocol, clientID: clientID, scope: scope, revokeURL: revokeURL,
+                                 accountClaim: accountClaim, deviceAuthorizationURL: deviceAuthorizationURL, redirectPort: redirectPort)
     }
 }
 
@@ -35,7 +49,7 @@ struct Server: ParsableCommand {
         subcommands: [Set.self, Show.self, Unset.self]
     )
 
-    struct Set: ParsableCommand {
+    struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
             abstract: "Bind the service to a token server (https, or http to a loopback host).",
@@ -43,6 +57,9 @@ struct Server: ParsableCommand {
                 Refused (exit 65) while someone is signed in to the service: sign out first. A \
                 different server is also refused while tokens kept by `sign-out --keep-credentials` \
                 remain at the current one: forget those accounts first.
+                With --protocol oidc the URL is the provider's issuer, and --client-id is required: \
+                the provider's endpoints are found by OpenID Connect discovery, now and at every \
+                sign-in (exit 76 for a document that breaks a rule, 69 for a provider that fails).
                 """
         )
 
@@ -57,9 +74,9 @@ struct Server: ParsableCommand {
             if options.url != nil { throw ValidationError("give the URL once, as the argument of `server set`") }
         }
 
-        func run() throws {
+        func run() async throws {
             let controller = try global.makeController()
-            let binding = try options.binding(url: url)!
+            let binding = try await controller.discoveringProvider(of: try options.binding(url: url)!)
             try controller.setBinding(binding)
             try Output.line("\(controller.service) is bound to \(binding.server) (\(binding.tokenProtocol.rawValue)).")
         }
@@ -88,6 +105,12 @@ struct Server: ParsableCommand {
                 if let clientID = binding.clientID { try Output.line("client-id: \(clientID)") }
                 if let scope = binding.scope { try Output.line("scope: \(scope)") }
                 if let revokeURL = binding.revokeURL { try Output.line("revoke-url: \(revokeURL)") }
+                if let openID = binding.openID {
+                    if let claim = openID.accountClaim { try Output.line("account-claim: \(claim)") }
+                    if let url = openID.deviceAuthorizationURL { try Output.line("device-authorization-url: \(url)") }
+                    if let port = openID.redirectPort { try Output.line("redirect-port: \(port)") }
+                    if let issuer = openID.provider?.issuer { try Output.line("issuer: \(Output.escapingControlCharacters(issuer))") }
+                }
             } else {
                 Output.diagnostic("\(controller.service) is not bound to a token server")
             }
@@ -146,16 +169,19 @@ struct Token: AsyncParsableCommand {
     @Flag(help: "Print one JSON object.")
     var json = false
 
+    @Flag(name: .customLong("id-token"), help: "Print the ID token an OpenID provider issued instead (refreshed first when it expires within --min-valid).")
+    var idToken = false
+
     func validate() throws {
         if minValid > 365 * 86_400 { throw ValidationError("--min-valid takes a number of seconds of at most a year") }
     }
 
     func run() async throws {
-        try await Self.report(global.settings, minValid: minValid, refresh: refresh, json: json)
+        try await Self.report(global.settings, minValid: minValid, refresh: refresh, json: json, idToken: idToken)
     }
 
     /// The command itself, for the parsed options and for ``FastPath``.
-    static func report(_ global: GlobalSettings, minValid: UInt64, refresh: Bool, json: Bool) async throws {
+    static func report(_ global: GlobalSettings, minValid: UInt64, refresh: Bool, json: Bool, idToken: Bool = false) async throws {
         let controller = try global.makeController()
         // A refresh the server has answered has rotated the refresh token there: ending the
         // process before the new one is stored would end the session. So a signal waits for
@@ -163,7 +189,7 @@ struct Token: AsyncParsableCommand {
         let signalled = FirstSignal(listeningTo: [.interrupt, .terminate, .hangUp])
         let result: Result<AuthController.AccessToken, AuthError>
         do {
-            result = .success(try await controller.accessToken(minValid: minValid, forceRefresh: refresh))
+            result = .success(try await controller.accessToken(minValid: minValid, forceRefresh: refresh, checkingIDToken: idToken))
         } catch {
             result = .failure(error)
         }
@@ -173,10 +199,13 @@ struct Token: AsyncParsableCommand {
         }
         let token = try result.get()
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
+        if idToken && token.idToken == nil {
+            throw AuthError.invalidInput("\(token.user) holds no ID token at \(controller.service): only OpenID providers issue them, and this one issued none")
+        }
         if json {
-            try Output.json(TokenDocument(service: controller.service, token))
+            try Output.json(TokenDocument(service: controller.service, token, includingIDToken: idToken))
         } else {
-            try Output.line(token.token)
+            try Output.line(idToken ? token.idToken! : token.token)
         }
     }
 }

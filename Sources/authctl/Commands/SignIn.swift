@@ -8,14 +8,19 @@ struct SignIn: AsyncParsableCommand {
         discussion: """
             For a service bound to a token server (`authctl server set`, or --server here), the \
             password goes to the server and the tokens it answers with go to the keyring.
-            Exit status: 0 signed in, 77 wrong password (nothing changes).
+            For a service bound to an OpenID provider (--protocol oidc), there is no password: \
+            the person signs in in the browser (its URL is printed, and $BROWSER or xdg-open \
+            started) or, with --flow device or without a browser to show, by entering a code on \
+            any device. ACCOUNT is then optional: given, it is the account that must sign in.
+            Exit status: 0 signed in, 77 wrong password or refused at the provider (nothing \
+            changes), 75 not completed within --timeout, 76 an ID token that fails a check.
             """
     )
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "The account id (e.g. an e-mail address).")
-    var account: String
+    @Argument(help: "The account id (e.g. an e-mail address); optional for an OpenID provider.")
+    var account: String?
 
     @Option(help: ArgumentHelp("Display name (default: your real name from the passwd database).", valueName: "name"))
     var name: String?
@@ -28,18 +33,33 @@ struct SignIn: AsyncParsableCommand {
     @Flag(help: "Create the account at the token server first (protocol json).")
     var register = false
 
+    @OptionGroup(title: "OpenID provider") var openID: OpenIDSignInOptions
+
     func validate() throws {
         if server.url == nil && server.hasDetails {
-            throw ValidationError("--protocol, --client-id, --scope and --revoke-url go with --server URL")
+            throw ValidationError("--protocol, --client-id, --scope, --revoke-url, --account-claim, --device-authorization-url and --redirect-port go with --server URL")
         }
     }
 
     func run() async throws {
-        try PasswordReader.requireSource(passwordStdin: passwordStdin)
         let controller = try global.makeController()
-        let account = try AccountID(validating: account)
-        let name = try DisplayName.validate(name ?? Self.defaultDisplayName())
         let binding = try server.binding()
+        let bound = try binding ?? controller.binding()
+        if bound?.tokenProtocol == .oidc {
+            if passwordStdin || register {
+                throw AuthError.usage("--password-stdin and --register are not for an OpenID provider: its accounts sign in in the browser or with a device code")
+            }
+            let result = try await controller.signIn(at: binding, try openID.request(account: account, name: name), presenter: SignInPrompts())
+            Output.warnings(result.outcome)
+            try Output.line(result.outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(result.account)."
+                                                         : "Signed in to \(controller.service) as \(result.account).")
+            return
+        }
+        try openID.refuseWithoutProvider()
+        guard let given = account else { throw AuthError.usage("sign-in needs the ACCOUNT to sign in") }
+        try PasswordReader.requireSource(passwordStdin: passwordStdin)
+        let account = try AccountID(validating: given)
+        let name = try DisplayName.validate(name ?? Self.defaultDisplayName())
         let piped = passwordStdin ? try PasswordReader.readStandardInput() : nil
         let outcome = try await controller.signIn(account: account, name: name, register: register, binding: binding) { request throws(AuthError) in
             if let piped { return piped }
@@ -55,5 +75,34 @@ struct SignIn: AsyncParsableCommand {
     static func defaultDisplayName() -> String {
         guard let user = ProcessEnvironment.currentUser else { return "" }
         return user.realName ?? user.name
+    }
+}
+
+/// The options of a sign-in at an OpenID provider, shared by `sign-in` and `verify`.
+struct OpenIDSignInOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("OpenID provider: browser or device (default: browser when one can be shown, else device).", valueName: "flow"))
+    var flow: String?
+
+    @Option(help: ArgumentHelp("OpenID provider: seconds to complete the sign-in (default: 300).", valueName: "seconds"))
+    var timeout: Double?
+
+    func validate() throws {
+        if let flow, AuthController.SignInFlow(rawValue: flow) == nil { throw ValidationError("--flow takes browser or device") }
+        if let timeout, !(timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--timeout takes a number of seconds greater than 0 and at most 86400")
+        }
+    }
+
+    /// The request the options and `account`/`name` describe.
+    func request(account: String?, name: String?) throws(AuthError) -> AuthController.OpenIDSignIn {
+        AuthController.OpenIDSignIn(account: try account.map { (text) throws(AuthError) in try AccountID(validating: text) },
+                                    name: try name.map { (text) throws(AuthError) in try DisplayName.validate(text) },
+                                    flow: flow.flatMap(AuthController.SignInFlow.init(rawValue:)),
+                                    timeout: .seconds(timeout ?? 300), canOpenBrowser: SignInPrompts.canOpenBrowser)
+    }
+
+    /// --flow and --timeout mean nothing without an OpenID provider.
+    func refuseWithoutProvider() throws(AuthError) {
+        if flow != nil || timeout != nil { throw .usage("--flow and --timeout are for a service bound to an OpenID provider (protocol oidc)") }
     }
 }

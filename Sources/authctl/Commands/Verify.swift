@@ -5,7 +5,12 @@ struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check a password against the signed-in account (re-authentication).",
-        discussion: "Exit status: 0 match, 77 mismatch, 1 nobody signed in."
+        discussion: """
+            For a service bound to an OpenID provider, the sign-in runs again (as `sign-in` runs \
+            it): 0 when the same account signs in (its new tokens replace the old ones), 77 when \
+            another one does (nothing changes).
+            Exit status: 0 match, 77 mismatch, 1 nobody signed in.
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -13,9 +18,19 @@ struct Verify: AsyncParsableCommand {
     @Flag(help: "Read the password from standard input up to end of file.")
     var passwordStdin = false
 
+    @OptionGroup(title: "OpenID provider") var openID: OpenIDSignInOptions
+
     func run() async throws {
-        try PasswordReader.requireSource(passwordStdin: passwordStdin)
         let controller = try global.makeController()
+        if try controller.binding()?.tokenProtocol == .oidc {
+            if passwordStdin { throw AuthError.usage("--password-stdin is not for an OpenID provider: sign in again in the browser or with a device code") }
+            let outcome = try await controller.verify(try openID.request(account: nil, name: nil), presenter: SignInPrompts())
+            Output.warnings(outcome)
+            try Output.line("Signed in again; the session is renewed.")
+            return
+        }
+        try openID.refuseWithoutProvider()
+        try PasswordReader.requireSource(passwordStdin: passwordStdin)
         let password: Password
         if passwordStdin {
             password = try PasswordReader.readStandardInput()

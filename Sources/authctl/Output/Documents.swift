@@ -41,6 +41,10 @@ struct BindingDocument: Encodable {
     @Nullable var clientId: String?
     @Nullable var scope: String?
     @Nullable var revokeUrl: String?
+    @Nullable var accountClaim: String?
+    @Nullable var deviceAuthorizationUrl: String?
+    @Nullable var redirectPort: UInt16?
+    @Nullable var issuer: String?
 
     init(service: ServiceName, _ binding: ServerBinding?) {
         self.service = service.rawValue
@@ -49,6 +53,10 @@ struct BindingDocument: Encodable {
         clientId = binding?.clientID
         scope = binding?.scope
         revokeUrl = binding?.revokeURL?.rawValue
+        accountClaim = binding?.openID?.accountClaim
+        deviceAuthorizationUrl = binding?.openID?.deviceAuthorizationURL?.rawValue
+        redirectPort = binding?.openID?.redirectPort
+        issuer = binding?.openID?.provider?.issuer
     }
 }
 
@@ -59,13 +67,16 @@ struct TokenDocument: Encodable {
     var accessToken: String
     var tokenType: String
     @Nullable var expiresAt: String?
+    /// Only with `--id-token`: absent, not null, otherwise.
+    var idToken: String?
 
-    init(service: ServiceName, _ token: AuthController.AccessToken) {
+    init(service: ServiceName, _ token: AuthController.AccessToken, includingIDToken: Bool = false) {
         self.service = service.rawValue
         user = token.user.rawValue
         accessToken = token.token
         tokenType = token.tokenType
         expiresAt = token.expiresAt.map(Timestamp.rfc3339(_:))
+        idToken = includingIDToken ? token.idToken : nil
     }
 }
 

@@ -79,6 +79,13 @@ enum Output {
         try? write(.standardError, "\n")
     }
 
+    /// Lines on stderr for the person at the terminal (what to open, which code to enter), as
+    /// they are: no `authctl: ` prefix. The caller has stripped provider text of control
+    /// characters.
+    static func personal(_ lines: [String]) {
+        try? write(.standardError, lines.map { $0 + "\n" }.joined())
+    }
+
     /// A one-line diagnostic on stderr: `authctl: TEXT`. Control characters are escaped so
     /// that no input can break the line. If stderr cannot be written either, there is nobody
     /// left to tell.
@@ -124,6 +131,10 @@ enum Output {
         case .eventCommand: "--exec"
         case .signOutToReplaceSettings: "run `authctl sign-out` to replace it"
         case .signInOrOutToReplaceSettings: "`authctl sign-in` or `authctl sign-out` replaces it"
+        case .clientID: "--client-id ID"
+        case .openIDOptions: "--account-claim, --device-authorization-url and --redirect-port"
+        case .signInAgain: "run `authctl sign-in` again"
+        case .raiseSignInTimeout: "raise --timeout"
         }
     }
 

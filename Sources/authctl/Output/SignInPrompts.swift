@@ -1,0 +1,27 @@
+import AuthControllerCore
+
+/// What the person sees of a sign-in at an OpenID provider on the command line: the
+/// authorization URL on stderr and the browser started (`$BROWSER`, else `xdg-open`), or the
+/// device code's lines.
+struct SignInPrompts: SignInPresenter {
+    /// Whether a browser can be shown: `BROWSER` is set, or a graphical session (`DISPLAY`,
+    /// `WAYLAND_DISPLAY`) is.
+    static var canOpenBrowser: Bool {
+        ["BROWSER", "DISPLAY", "WAYLAND_DISPLAY"].contains { ProcessEnvironment.value($0) != nil }
+    }
+
+    func showAuthorizationPage(_ url: String) {
+        Output.personal(["To sign in, continue in your browser at \(url)"])
+        // The browser is the person's: started, never waited for, its end never looked at.
+        let browser = ProcessEnvironment.value("BROWSER") ?? "xdg-open"
+        if let failure = DetachedProcess.start([browser, url]) {
+            Output.diagnostic("could not start the browser \(browser) (\(failure)); open the URL above yourself")
+        }
+    }
+
+    func showDeviceCode(_ code: DeviceCode) {
+        var lines = ["To sign in, open \(code.verificationURI) and enter the code \(code.userCode)"]
+        if let complete = code.verificationURIComplete { lines.append("Or open \(complete)") }
+        Output.personal(lines)
+    }
+}
