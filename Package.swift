@@ -126,7 +126,11 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthControllerTests",
-            dependencies: ["AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport"],
+            // authctl: the command line's QR code drawing; Subprocess: zbarimg reads the drawings back.
+            dependencies: [
+                "AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport", "authctl",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
