@@ -59,6 +59,11 @@ let package = Package(
             dependencies: ["CGLib"],
             linkerSettings: [.linkedLibrary("dl")]
         ),
+        // libqrencode, loaded when the device flow draws a QR code (see its shim.h).
+        .target(
+            name: "CQREncode",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         // The D-Bus objects `authctl serve` exports: GDBus skeletons that gdbus-codegen generated from
         // the interface files in data/ (`make interfaces` regenerates them; a test checks they match).
         .target(
@@ -71,7 +76,7 @@ let package = Package(
         .target(
             name: "AuthControllerCore",
             dependencies: [
-                "CGLib", "CArgon2", "CLibsoup", "CAuthctlBus",
+                "CGLib", "CArgon2", "CLibsoup", "CQREncode", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -121,7 +126,11 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthControllerTests",
-            dependencies: ["AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport"],
+            // authctl: the command line's QR code drawing; Subprocess: zbarimg reads the drawings back.
+            dependencies: [
+                "AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport", "authctl",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
