@@ -1,4 +1,5 @@
 import AuthControllerCore
+import SystemPackage
 
 /// What the person sees of a sign-in at an OpenID provider on the command line: the
 /// authorization URL on stderr and the browser started (`$BROWSER`, else `xdg-open`), or the
@@ -22,6 +23,10 @@ struct SignInPrompts: SignInPresenter {
     func showDeviceCode(_ code: DeviceCode) {
         var lines = ["To sign in, open \(code.verificationURI) and enter the code \(code.userCode)"]
         if let complete = code.verificationURIComplete { lines.append("Or open \(complete)") }
+        // A phone's camera reads the page from the terminal; a log or a pipe has no use for it.
+        if Terminal(descriptor: .standardError).isTerminal, let symbol = try? QRCode(encoding: code.verificationURIComplete ?? code.verificationURI) {
+            lines += QRCodeArt.lines(for: symbol, colored: ProcessEnvironment.value("NO_COLOR") == nil)
+        }
         Output.personal(lines)
     }
 }
