@@ -74,7 +74,10 @@ class Provider:
 
     def stop(self):
         self.process.stdin.close()
-        self.process.wait(10)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
 
 
 class Loopback:
@@ -228,7 +231,7 @@ def main():
             pairs = {(body["access_token"], body["refresh_token"]) for status, body in answers if status == 200}
             live = [status for pair in pairs for status in [call(discovery["token_endpoint"], {"grant_type": "refresh_token", "refresh_token": pair[1], "client_id": BROWSER_CLIENT})[0]]]
             outcomes.append("%s, distinct token pairs %d, then the issued refresh token answers %s" % (
-                sorted(status if status == 200 else str(body.get("error") if isinstance(body, dict) else status) for status, body in answers), len(pairs), live))
+                sorted("%d %s" % (status, body.get("error", "tokens") if isinstance(body, dict) else body[:200]) for status, body in answers), len(pairs), live))
             check("two concurrent refreshes with one token never give out two different token pairs", len(pairs) <= 1, answers)
         for outcome in outcomes:
             print("     concurrent refresh pair: %s" % outcome)
