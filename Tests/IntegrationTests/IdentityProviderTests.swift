@@ -8,8 +8,9 @@ import Testing
 /// starts, publishes what a client discovers, and plays the person in both flows.
 @Suite("The test identity provider")
 struct IdentityProviderTests {
-    private func json(_ url: String, form: [String: String]? = nil) async throws -> (status: Int, body: [String: Any]) {
+    private func json(_ url: String, form: [String: String]? = nil, bearer: String? = nil) async throws -> (status: Int, body: [String: Any]) {
         var request = URLRequest(url: URL(string: url)!)
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         if let form {
             request.httpMethod = "POST"
             request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
@@ -63,5 +64,45 @@ struct IdentityProviderTests {
         #expect(status == 200)
         #expect(tokens["access_token"] is String)
         #expect(try await provider.count("device_poll") == 2)
+    }
+
+    @Test("the browser stand-in, started as authctl starts BROWSER, signs in and comes back with a code that the token endpoint takes")
+    func browserFlow() async throws {
+        let provider = try await IdentityProvider()
+        // A fixed PKCE pair: the challenge is the S256 of the verifier.
+        let verifier = "a-fixed-verifier-for-the-test-only-0123456789-abcdefghijklmnop"
+        let challenge = "bxAc2uAzq3mSR-gtNAiOyrdDaWDhz1Js2fOEqgdW260"
+        // Nobody listens on the discard port: the callback URL the stand-in reaches is what counts here.
+        let redirectURI = "http://127.0.0.1:9/callback"
+        var authorization = try #require(URLComponents(string: provider.authorizationEndpoint))
+        authorization.queryItems = [
+            URLQueryItem(name: "response_type", value: "code"), URLQueryItem(name: "client_id", value: IdentityProvider.browserClientID),
+            URLQueryItem(name: "redirect_uri", value: redirectURI), URLQueryItem(name: "scope", value: "openid profile email"),
+            URLQueryItem(name: "state", value: "the-state"), URLQueryItem(name: "nonce", value: "the-nonce"),
+            URLQueryItem(name: "code_challenge", value: challenge), URLQueryItem(name: "code_challenge_method", value: "S256"),
+        ]
+        let result = FileManager.default.temporaryDirectory.appendingPathComponent("browser-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: result) }
+        let browser = Process()
+        browser.executableURL = URL(fileURLWithPath: IdentityProvider.browserStandIn)
+        browser.arguments = [try #require(authorization.url?.absoluteString)]
+        browser.environment = ProcessInfo.processInfo.environment.merging(
+            try IdentityProvider.browserEnvironment(result: result, person: IdentityProvider.grace)) { $1 }
+        browser.standardInput = FileHandle.nullDevice
+        try browser.run()
+        #expect(await eventually(within: .seconds(30)) { IdentityProvider.standInOutcome(at: result) != nil })
+        let outcome = try #require(IdentityProvider.standInOutcome(at: result))
+        let callback = try #require(URLComponents(string: outcome["callbackURL"] as? String ?? ""), "\(outcome)")
+        let query = Dictionary((callback.queryItems ?? []).map { ($0.name, $0.value ?? "") }) { $1 }
+        #expect(query["state"] == "the-state")
+        #expect(query["iss"] == provider.issuer)
+        let (status, tokens) = try await json(provider.tokenEndpoint, form: [
+            "grant_type": "authorization_code", "code": query["code"] ?? "", "redirect_uri": redirectURI,
+            "client_id": IdentityProvider.browserClientID, "code_verifier": verifier,
+        ])
+        #expect(status == 200)
+        #expect(tokens["id_token"] is String)
+        let (_, claims) = try await json(provider.userinfoEndpoint, bearer: tokens["access_token"] as? String)
+        #expect(claims["email"] as? String == IdentityProvider.grace.email)
     }
 }

@@ -45,8 +45,11 @@ def over_http(authorization_url):
     result.update(outcome or {})
     if callback:
         result["callbackURL"] = callback
-        status, headers, body = who.request(callback)
-        result.update(status=status, contentType=headers.get("Content-Type"), body=body)
+        try:
+            status, headers, body = who.request(callback)
+            result.update(status=status, contentType=headers.get("Content-Type"), body=body)
+        except OSError as error:  # nobody listens there (any more)
+            result["error"] = "the callback could not be fetched: %s" % error
     result["steps"] = who.steps
     return result
 
@@ -57,6 +60,7 @@ def in_chromium(authorization_url):
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
+    import shutil
     import tempfile
 
     who = person.Person()
@@ -104,6 +108,7 @@ def in_chromium(authorization_url):
         return result
     finally:
         driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def main():

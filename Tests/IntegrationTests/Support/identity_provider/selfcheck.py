@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,7 @@ class Provider:
             self.process.wait(30)
         except subprocess.TimeoutExpired:
             self.process.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class Loopback:
@@ -133,7 +135,9 @@ def run_browser(url, engine="http", **environment):
     while not os.path.exists(result) and time.monotonic() - started < 90:
         time.sleep(0.05)
     with open(result) as file:
-        return json.load(file), time.monotonic() - started
+        outcome = json.load(file)
+    shutil.rmtree(os.path.dirname(result), ignore_errors=True)
+    return outcome, time.monotonic() - started
 
 
 def verify_id_token(token, jwks, issuer, nonce=None):
@@ -305,6 +309,24 @@ def main():
         stats = provider.stats()
         print("     stats: %s" % json.dumps(stats, sort_keys=True))
         check("stats count refreshes by grant type", stats.get("refresh", 0) >= 4 and stats.get("revoke") == 1, stats)
+    finally:
+        provider.stop()
+
+    # A grace period: the retired refresh token answers the same pair again within it, and is a reuse after it.
+    provider = Provider("--refresh-grace-period", "2")
+    try:
+        discovery = call(provider.issuer + "/.well-known/openid-configuration")[1]
+        tokens, _ = browser_flow(provider, discovery, call(discovery["jwks_uri"])[1], quiet=True)
+        form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": BROWSER_CLIENT}
+        _, first, _ = call(discovery["token_endpoint"], form)
+        status, again, _ = call(discovery["token_endpoint"], form)
+        check("grace period: the retired refresh token answers the same pair again within it",
+              status == 200 and (again.get("access_token"), again.get("refresh_token")) == (first.get("access_token"), first.get("refresh_token")), again)
+        time.sleep(2.5)
+        status, late, _ = call(discovery["token_endpoint"], form)
+        check("grace period: after it, the retired refresh token is refused", status == 400 and late.get("error") == "invalid_grant", late)
+        status, _, _ = call(discovery["token_endpoint"], {**form, "refresh_token": first["refresh_token"]})
+        check("grace period: after that reuse, the newest refresh token is refused too", status == 400, status)
     finally:
         provider.stop()
     print("%d passed, %d failed" % (passes[0], len(failures)))
