@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 /// The test token server (`token_server.py` beside this file) on 127.0.0.1, started by the
@@ -25,30 +24,13 @@ final class TokenServer: @unchecked Sendable {
         process.standardInput = stdin
         process.standardOutput = stdout
         try process.run()
-        // The first line says the port, once the server accepts connections. It is read on a
-        // thread of its own, which ends with the server's output.
-        let printed = Printed()
-        let reader = stdout.fileHandleForReading
-        Thread.detachNewThread {
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { return }
-                printed.data.withLock { $0 += chunk }
-            }
-        }
-        _ = await eventually(within: .seconds(20)) { printed.data.withLock { $0.contains(UInt8(ascii: "\n")) } || !process.isRunning }
-        let text = String(decoding: printed.data.withLock { $0.prefix { $0 != UInt8(ascii: "\n") } }, as: UTF8.self)
+        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(20))
         guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
             if process.isRunning { process.terminate() }
             Issue.record("the token server did not start within 20 s: \(text)")
             throw CocoaError(.fileReadUnknown)
         }
         self.port = port
-    }
-
-    /// What the server printed so far, filled by the thread that reads it.
-    private final class Printed: Sendable {
-        let data = Mutex(Data())
     }
 
     deinit { stop() }

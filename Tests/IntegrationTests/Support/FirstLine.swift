@@ -1,0 +1,25 @@
+import Foundation
+import Synchronization
+
+/// The first line `process` prints on `stdout` (without its newline), once printed, at most
+/// `limit` later; what it printed so far when it ends or the time runs out first. The output is
+/// read on a thread of its own, which ends with it. The test servers print `listening PORT` there
+/// once they accept connections.
+func firstLine(of process: Process, printedTo stdout: Pipe, within limit: Duration) async -> String {
+    let printed = Printed()
+    let reader = stdout.fileHandleForReading
+    Thread.detachNewThread {
+        while true {
+            let chunk = reader.availableData
+            if chunk.isEmpty { return }
+            printed.data.withLock { $0 += chunk }
+        }
+    }
+    _ = await eventually(within: limit) { printed.data.withLock { $0.contains(UInt8(ascii: "\n")) } || !process.isRunning }
+    return String(decoding: printed.data.withLock { $0.prefix { $0 != UInt8(ascii: "\n") } }, as: UTF8.self)
+}
+
+/// What a process printed so far, filled by the thread that reads it.
+private final class Printed: Sendable {
+    let data = Mutex(Data())
+}

@@ -1,0 +1,254 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import Testing
+
+/// A real OpenID Connect provider on 127.0.0.1 — django-oauth-toolkit, started by the test that
+/// needs it and stopped with it — and the stand-ins that play the person at it: in their
+/// browser (`browserStandIn`, given to authctl as `BROWSER`) and on their other device
+/// (`approveDevice`). `identity_provider/README.md` beside this file says what it serves.
+/// Its Python environment is made by `.ci/install-deps`.
+final class IdentityProvider: @unchecked Sendable {
+    // Sendable: every property is set in init and never changes; `Process` is thread-safe
+    // for `terminate` and the pipe is only closed once, in `stop`.
+
+    /// The public client of the browser flow (authorization code with PKCE S256; redirect URI
+    /// `http://127.0.0.1/callback` on any port).
+    static let browserClientID = "authctl-browser"
+    /// The public client of the device flow (RFC 8628).
+    static let deviceClientID = "authctl-device"
+    /// The password of every person below.
+    static let password = "correct horse battery staple"
+
+    /// Someone the provider knows, with the claims it answers for them.
+    struct Person: Sendable {
+        /// What they type to sign in (their e-mail address works too); the `preferred_username` claim.
+        let userName: String
+        let email: String
+        let emailVerified: Bool
+        let subject: String
+        let name: String
+    }
+
+    static let ada = Person(userName: "ada", email: "ada@example.org", emailVerified: true, subject: "sub-ada", name: "Ada Lovelace")
+    static let grace = Person(userName: "grace", email: "grace@example.org", emailVerified: true, subject: "sub-grace", name: "Grace Hopper")
+    /// Her address is not verified (`email_verified` false).
+    static let eve = Person(userName: "eve", email: "eve@example.org", emailVerified: false, subject: "sub-eve", name: "Eve Unverified")
+
+    let port: Int
+    /// Every request the provider answered, one JSON object a line (as `log()` returns them).
+    let requestLog: URL
+    private let folder: URL
+    private let process: Process
+    private let stdin: Pipe
+
+    /// Starts the provider and returns once it accepts connections, at most 60 s later.
+    /// Lifetimes are whole seconds.
+    /// - Parameters:
+    ///   - refreshTokenLifetime: how long after its access token expired a refresh token dies; nil, never.
+    ///   - refreshGracePeriod: how long a rotated-away refresh token is still taken (it answers the same tokens again).
+    ///   - rotation: a refresh gives a new refresh token and retires the old one.
+    ///   - reuseProtection: a retired refresh token used again revokes every token of its family.
+    ///   - issParameter: authorization responses carry `iss` (RFC 9207) and discovery says so.
+    ///   - completeDiscovery: discovery also names `revocation_endpoint` and
+    ///     `device_authorization_endpoint`, which django-oauth-toolkit's leaves out.
+    init(accessTokenLifetime: Duration = .seconds(300), idTokenLifetime: Duration = .seconds(300),
+         refreshTokenLifetime: Duration? = nil, authorizationCodeLifetime: Duration = .seconds(60),
+         refreshGracePeriod: Duration = .zero, rotation: Bool = true, reuseProtection: Bool = true,
+         deviceInterval: Duration = .seconds(1), issParameter: Bool = true, completeDiscovery: Bool = false) async throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("identity-provider-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        requestLog = folder.appendingPathComponent("requests.jsonl")
+        var arguments = [
+            Self.directory.appendingPathComponent("identity_provider.py").path, "--database-dir", folder.path,
+            "--log", requestLog.path,
+            "--access-token-lifetime", "\(accessTokenLifetime.components.seconds)",
+            "--id-token-lifetime", "\(idTokenLifetime.components.seconds)",
+            "--authorization-code-lifetime", "\(authorizationCodeLifetime.components.seconds)",
+            "--refresh-grace-period", "\(refreshGracePeriod.components.seconds)",
+            "--device-interval", "\(deviceInterval.components.seconds)",
+        ]
+        if let refreshTokenLifetime { arguments += ["--refresh-token-lifetime", "\(refreshTokenLifetime.components.seconds)"] }
+        if !rotation { arguments.append("--no-rotation") }
+        if !reuseProtection { arguments.append("--no-reuse-protection") }
+        if !issParameter { arguments.append("--no-iss-parameter") }
+        if completeDiscovery { arguments.append("--complete-discovery") }
+
+        let process = Process()
+        self.process = process
+        process.executableURL = URL(fileURLWithPath: try Self.python())
+        process.arguments = arguments
+        stdin = Pipe()
+        let stdout = Pipe()
+        let errors = folder.appendingPathComponent("stderr.txt")
+        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(60))
+        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
+            if process.isRunning { process.terminate() }
+            let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            Issue.record("the identity provider did not start within 60 s: \(text)\n\(said.suffix(2000))")
+            throw CocoaError(.fileReadUnknown)
+        }
+        self.port = port
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    func stop() {
+        try? stdin.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+    }
+
+    // MARK: Where things are
+
+    /// The issuer, exactly as discovery spells it: no trailing `/`.
+    var issuer: String { "http://127.0.0.1:\(port)/o" }
+    var discoveryURL: String { "\(issuer)/.well-known/openid-configuration" }
+    var authorizationEndpoint: String { "\(issuer)/authorize/" }
+    var tokenEndpoint: String { "\(issuer)/token/" }
+    var userinfoEndpoint: String { "\(issuer)/userinfo/" }
+    var jwksURI: String { "\(issuer)/.well-known/jwks.json" }
+    /// RFC 7009 revocation; discovery names it only with `completeDiscovery` (give it as `--revoke-url`).
+    var revocationEndpoint: String { "\(issuer)/revoke_token/" }
+    /// RFC 8628 device authorization; discovery names it only with `completeDiscovery`
+    /// (give it as `--device-authorization-url`).
+    var deviceAuthorizationEndpoint: String { "\(issuer)/device-authorization/" }
+    /// The page where the person enters the user code (the answer's `verification_uri`).
+    var verificationPage: String { "\(issuer)/device/" }
+
+    // MARK: What it was asked
+
+    /// How many requests each endpoint answered: `discovery`, `jwks`, `authorize`, `login`,
+    /// `authorization_code`, `refresh`, `device_poll` (token requests by grant type), `token` (all
+    /// of them), `device_authorization`, `device_page`, `device_confirm`, `userinfo`, `revoke`.
+    /// An endpoint never asked is absent.
+    func stats() async throws -> [String: Int] {
+        try await JSONSerialization.jsonObject(with: control("/_stats")) as? [String: Int] ?? [:]
+    }
+
+    /// How many requests `endpoint` (a name of `stats()`) answered.
+    func count(_ endpoint: String) async throws -> Int { try await stats()[endpoint] ?? 0 }
+
+    /// Every request so far: `endpoint`, `method`, `path`, `query`, `fields` (the form), `authorization`,
+    /// `userAgent`, `accept`, `status`, `location`, `time` (seconds since the epoch, when it arrived).
+    func log() async throws -> [[String: Any]] {
+        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
+    }
+
+    /// How many refresh tokens each person holds that are neither revoked nor rotated away.
+    func liveRefreshTokens() async throws -> [String: Int] {
+        try await JSONSerialization.jsonObject(with: control("/_live")) as? [String: Int] ?? [:]
+    }
+
+    /// Changes django-oauth-toolkit settings while the provider runs, by their names
+    /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them).
+    func configure(_ settings: [String: Any]) async throws {
+        _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
+    }
+
+    private func control(_ path: String, body: Data? = nil) async throws -> Data {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, answer) = try await URLSession.shared.data(for: request)
+        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
+            Issue.record("the identity provider answered \(path) with \(String(decoding: data, as: UTF8.self))")
+            throw CocoaError(.fileReadUnknown)
+        }
+        return data
+    }
+
+    // MARK: The person
+
+    /// What the person does at the consent page (or, in the device flow, with the code).
+    enum Decision: String, Sendable {
+        case approve, deny
+        /// Stays at the consent page (or before entering the code), as a person who closes the tab.
+        case ignore
+    }
+
+    /// How the browser stand-in plays the browser.
+    enum Engine: String, Sendable {
+        /// Python's HTTP client: fast.
+        case http
+        /// Headless Chromium driven by Selenium: a real browser, some seconds a sign-in.
+        case chromium
+    }
+
+    /// The program to give authctl as `BROWSER`.
+    static var browserStandIn: String { directory.appendingPathComponent("browser-stand-in").path }
+
+    /// The environment that makes authctl's browser the stand-in, signing in as `person` and
+    /// deciding as `decision`; the callback page authctl served then lands in `result` as JSON
+    /// (`standInOutcome(at:)`).
+    static func browserEnvironment(result: URL, person: Person = ada, password: String = password,
+                                   decision: Decision = .approve, engine: Engine = .http) throws -> [String: String] {
+        [
+            "BROWSER": browserStandIn, "IDP_PYTHON": try python(), "IDP_USER": person.userName, "IDP_PASSWORD": password,
+            "IDP_DECISION": decision.rawValue, "IDP_ENGINE": engine.rawValue, "IDP_RESULT": result.path,
+        ]
+    }
+
+    /// What a stand-in wrote to `result` — `status` and `body` of the callback page,
+    /// `callbackURL`, `contentType`, `error` when it did not get there, `steps` — or nil while it
+    /// has not finished.
+    static func standInOutcome(at result: URL) -> [String: Any]? {
+        guard let data = try? Data(contentsOf: result) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    }
+
+    /// Plays the person on their other device: opens `verificationURI`, signs in as `person`, enters
+    /// `userCode` (nil: the one `verification_uri_complete` carries) and decides. Returns what the
+    /// stand-in saw (`status`, `error`); true in `decided` when the provider took the decision.
+    func approveDevice(verificationURI: String, userCode: String?, person: Person = ada,
+                       decision: Decision = .approve) async throws -> (decided: Bool, outcome: [String: Any]) {
+        let result = folder.appendingPathComponent("device-\(UUID().uuidString).json")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Self.python())
+        process.arguments = [Self.directory.appendingPathComponent("device_stand_in.py").path, verificationURI] + (userCode.map { [$0] } ?? [])
+        process.environment = ProcessInfo.processInfo.environment.merging(
+            ["IDP_USER": person.userName, "IDP_PASSWORD": Self.password, "IDP_DECISION": decision.rawValue, "IDP_RESULT": result.path]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        let ended = Mutex(false)
+        process.terminationHandler = { _ in ended.withLock { $0 = true } }
+        try process.run()
+        guard await eventually(within: .seconds(60), { ended.withLock { $0 } }) else {
+            process.terminate()
+            Issue.record("the device stand-in did not finish within 60 s")
+            throw CocoaError(.fileReadUnknown)
+        }
+        let outcome = Self.standInOutcome(at: result) ?? ["error": "the device stand-in wrote no outcome"]
+        return (process.terminationStatus == 0, outcome)
+    }
+
+    // MARK: Installation
+
+    /// The folder of the provider's Python files.
+    static var directory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("identity_provider")
+    }
+
+    /// The Python of the provider's environment, made by `.ci/install-deps`.
+    static func python() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let python = root.appendingPathComponent(".build/identity-provider-venv/bin/python3").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            Issue.record("the identity provider's Python environment is missing: run .ci/install-deps")
+            throw CocoaError(.fileNoSuchFile)
+        }
+        return python
+    }
+}
