@@ -59,6 +59,11 @@ let package = Package(
             dependencies: ["CGLib"],
             linkerSettings: [.linkedLibrary("dl")]
         ),
+        // GnuTLS, loaded by the first ID-token signature check (see its shim.h).
+        .target(
+            name: "CGnuTLS",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         // The D-Bus objects `authctl serve` exports: GDBus skeletons that gdbus-codegen generated from
         // the interface files in data/ (`make interfaces` regenerates them; a test checks they match).
         .target(
@@ -71,7 +76,7 @@ let package = Package(
         .target(
             name: "AuthControllerCore",
             dependencies: [
-                "CGLib", "CArgon2", "CLibsoup", "CAuthctlBus",
+                "CGLib", "CArgon2", "CLibsoup", "CGnuTLS", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
