@@ -7,11 +7,13 @@
 // (13.57 MB, 3.08 M instructions to start and exit), one RS256 check with swift-crypto's
 // _CryptoExtras (BoringSSL, linked) adds 4.70 MB and 0.49 M instructions at every start; with
 // vapor/jwt-kit 5.8 (whose API fits JOSE best) 8.20 MB and 0.99 M. The budget for all of OpenID
-// Connect is 2 MB, and `authctl status` runs 6.9 M instructions in all. GnuTLS is on every desktop
-// that has glib-networking (libsoup's TLS), checks every JWS algorithm authctl accepts with one call,
-// adds only this loader to the binary and costs nothing until the first check. libgcrypt, also
-// installed, would cost as little, but needs each hash, padding and key spelled out as
-// S-expressions by hand: more code to get wrong for the same result.
+// Connect is 2 MB, and `authctl status` runs 6.9 M instructions in all. With GnuTLS, the binary
+// grows by 76 KiB (this loader and the Swift verifier), `status` runs as many instructions as
+// before, and only the first check pays for loading GnuTLS (4–6 M instructions, about 1.5 ms);
+// then an RS256 check is 0.3 M, ES256 2.2 M, EdDSA 1.5 M. GnuTLS is on every Debian system (apt
+// and glib-networking, libsoup's TLS, depend on it) and checks every JWS algorithm authctl accepts
+// with one call. libgcrypt, also installed, would cost as little, but needs each hash, padding and
+// key spelled out as S-expressions by hand: more code to get wrong for the same result.
 
 // The GnuTLS entry points authctl calls, declared here rather than taken from its headers, so
 // that nothing links against it (see shim.h). Signatures, enum values and the flag are those of
