@@ -96,6 +96,23 @@ struct IDTokenTests {
         expectProtocolError("signature does not verify with the provider's key 'rsa-1'") { _ = try fixtures.verify(forged) }
     }
 
+    @Test("an ECDSA signature that is not r and s of the curve's size does not verify", arguments: ["ES256", "ES384"])
+    func ecdsaSignatureLength(_ algorithm: String) {
+        var parts = fixtures.token(algorithm).split(separator: ".").map(String.init)
+        parts[2] = Base64URL.encode(Base64URL.decode(parts[2])!.dropLast())
+        expectProtocolError("signature does not verify") { _ = try fixtures.verify(parts.joined(separator: ".")) }
+    }
+
+    @Test("a point off the curve is refused")
+    func pointOffCurve() {
+        let point = Base64URL.encode([UInt8](repeating: 1, count: 32))
+        let keys = #"{"keys":[{"kty":"EC","crv":"P-256","kid":"ec-256","x":"\#(point)","y":"\#(point)"}]}"#
+        expectProtocolError("the provider's key 'ec-256'") {
+            _ = try IDToken.verify(fixtures.token("ES256"), keys: JSONWebKeySet(json: Array(keys.utf8)), issuer: fixtures.issuer,
+                                   clientID: fixtures.clientID, nonce: nil, serverNow: fixtures.validNow)
+        }
+    }
+
     @Test("RSA-PSS needs a salt as long as the hash")
     func pssSaltLength() {
         expectProtocolError("signature does not verify") { _ = try fixtures.verify(fixtures.token("PS256 with a salt of 0")) }
