@@ -64,6 +64,11 @@ let package = Package(
             name: "CQREncode",
             linkerSettings: [.linkedLibrary("dl")]
         ),
+        // GnuTLS, loaded by the first ID-token signature check (see its shim.h).
+        .target(
+            name: "CGnuTLS",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         // The D-Bus objects `authctl serve` exports: GDBus skeletons that gdbus-codegen generated from
         // the interface files in data/ (`make interfaces` regenerates them; a test checks they match).
         .target(
@@ -76,7 +81,7 @@ let package = Package(
         .target(
             name: "AuthControllerCore",
             dependencies: [
-                "CGLib", "CArgon2", "CLibsoup", "CQREncode", "CAuthctlBus",
+                "CGLib", "CArgon2", "CLibsoup", "CQREncode", "CGnuTLS", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
