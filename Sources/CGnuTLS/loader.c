@@ -39,6 +39,7 @@ static struct {
     int (*pubkey_import_rsa_raw)(gnutls_pubkey_t, const gnutls_datum_t *, const gnutls_datum_t *);
     int (*pubkey_import_ecc_raw)(gnutls_pubkey_t, int, const gnutls_datum_t *, const gnutls_datum_t *);
     int (*pubkey_verify_data2)(gnutls_pubkey_t, int, unsigned int, const gnutls_datum_t *, const gnutls_datum_t *);
+    int (*pubkey_verify_params)(gnutls_pubkey_t);
     int (*encode_rs_value)(gnutls_datum_t *, const gnutls_datum_t *, const gnutls_datum_t *);
     // `gnutls_free` is a variable holding the function, not a function.
     void (**free)(void *);
@@ -56,6 +57,7 @@ static void load(void) {
     SYMBOL(pubkey_import_rsa_raw, "gnutls_pubkey_import_rsa_raw")
     SYMBOL(pubkey_import_ecc_raw, "gnutls_pubkey_import_ecc_raw")
     SYMBOL(pubkey_verify_data2, "gnutls_pubkey_verify_data2")
+    SYMBOL(pubkey_verify_params, "gnutls_pubkey_verify_params")
     SYMBOL(encode_rs_value, "gnutls_encode_rs_value")
     SYMBOL(free, "gnutls_free")
 #undef SYMBOL
@@ -96,7 +98,10 @@ authctl_public_key *authctl_gnutls_import_ec(authctl_ec_curve curve, const uint8
     if (!fits(x_size) || !fits(y_size) || gnutls.pubkey_init(&key) < 0) return NULL;
     gnutls_datum_t gx = datum(x, x_size), gy = datum(y, y_size);
     int gnutls_curve = curve == AUTHCTL_CURVE_P256 ? GNUTLS_ECC_CURVE_SECP256R1 : GNUTLS_ECC_CURVE_SECP384R1;
-    return imported(key, gnutls.pubkey_import_ecc_raw(key, gnutls_curve, &gx, &gy));
+    int result = gnutls.pubkey_import_ecc_raw(key, gnutls_curve, &gx, &gy);
+    // Importing does not check that the point is on the curve; this does.
+    if (result >= 0) result = gnutls.pubkey_verify_params(key);
+    return imported(key, result);
 }
 
 authctl_public_key *authctl_gnutls_import_ed25519(const uint8_t *x, size_t x_size) {

@@ -107,7 +107,7 @@ struct IDTokenTests {
     func pointOffCurve() {
         let point = Base64URL.encode([UInt8](repeating: 1, count: 32))
         let keys = #"{"keys":[{"kty":"EC","crv":"P-256","kid":"ec-256","x":"\#(point)","y":"\#(point)"}]}"#
-        expectProtocolError("the provider's key 'ec-256'") {
+        expectProtocolError("GnuTLS refuses the provider's key 'ec-256' as a public key") {
             _ = try IDToken.verify(fixtures.token("ES256"), keys: JSONWebKeySet(json: Array(keys.utf8)), issuer: fixtures.issuer,
                                    clientID: fixtures.clientID, nonce: nil, serverNow: fixtures.validNow)
         }

@@ -33,8 +33,8 @@ int authctl_gnutls_load(void);
 authctl_public_key *authctl_gnutls_import_rsa(const uint8_t *modulus, size_t modulus_size,
                                               const uint8_t *exponent, size_t exponent_size);
 
-/// An EC public key from its big-endian coordinates (`gnutls_pubkey_import_ecc_raw`). NULL when
-/// GnuTLS refuses them (a point off the curve among others).
+/// An EC public key from its big-endian coordinates (`gnutls_pubkey_import_ecc_raw`, then
+/// `gnutls_pubkey_verify_params`). NULL when GnuTLS refuses them, a point off the curve among others.
 authctl_public_key *authctl_gnutls_import_ec(authctl_ec_curve curve, const uint8_t *x, size_t x_size,
                                              const uint8_t *y, size_t y_size);
 
