@@ -51,13 +51,15 @@ final class IdentityProvider: @unchecked Sendable {
     ///   - refreshGracePeriod: how long a rotated-away refresh token is still taken (it answers the same tokens again).
     ///   - rotation: a refresh gives a new refresh token and retires the old one.
     ///   - reuseProtection: a retired refresh token used again revokes every token of its family.
+    ///   - deviceCodeLifetime: the device authorization answer's `expires_in`. Past it the poll still
+    ///     answers `authorization_pending` until the person tries the code, then `expired_token`.
     ///   - issParameter: authorization responses carry `iss` (RFC 9207) and discovery says so.
     ///   - completeDiscovery: discovery also names `revocation_endpoint` and
     ///     `device_authorization_endpoint`, which django-oauth-toolkit's leaves out.
     init(accessTokenLifetime: Duration = .seconds(300), idTokenLifetime: Duration = .seconds(300),
          refreshTokenLifetime: Duration? = nil, authorizationCodeLifetime: Duration = .seconds(60),
          refreshGracePeriod: Duration = .zero, rotation: Bool = true, reuseProtection: Bool = true,
-         deviceInterval: Duration = .seconds(1), issParameter: Bool = true, completeDiscovery: Bool = false) async throws {
+         deviceInterval: Duration = .seconds(1), deviceCodeLifetime: Duration = .seconds(1800), issParameter: Bool = true, completeDiscovery: Bool = false) async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("identity-provider-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         requestLog = folder.appendingPathComponent("requests.jsonl")
@@ -69,6 +71,7 @@ final class IdentityProvider: @unchecked Sendable {
             "--authorization-code-lifetime", "\(authorizationCodeLifetime.components.seconds)",
             "--refresh-grace-period", "\(refreshGracePeriod.components.seconds)",
             "--device-interval", "\(deviceInterval.components.seconds)",
+            "--device-code-lifetime", "\(deviceCodeLifetime.components.seconds)",
         ]
         if let refreshTokenLifetime { arguments += ["--refresh-token-lifetime", "\(refreshTokenLifetime.components.seconds)"] }
         if !rotation { arguments.append("--no-rotation") }
@@ -150,7 +153,8 @@ final class IdentityProvider: @unchecked Sendable {
     }
 
     /// Changes django-oauth-toolkit settings while the provider runs, by their names
-    /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them).
+    /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them; and
+    /// `DEVICE_CODE_EXPIRE_SECONDS`, the provider's own).
     func configure(_ settings: [String: Any]) async throws {
         _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
     }

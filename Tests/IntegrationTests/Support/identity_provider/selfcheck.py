@@ -327,6 +327,21 @@ def main():
         check("grace period: after it, the retired refresh token is refused", status == 400 and late.get("error") == "invalid_grant", late)
         status, _, _ = call(discovery["token_endpoint"], {**form, "refresh_token": first["refresh_token"]})
         check("grace period: after that reuse, the newest refresh token is refused too", status == 400, status)
+
+        # A device code past its lifetime: DOT's poll says expired_token only once the person tried the code.
+        request = urllib.request.Request(provider.base + "/_config", data=json.dumps({"DEVICE_CODE_EXPIRE_SECONDS": 1}).encode())
+        urllib.request.urlopen(request, timeout=10).close()
+        status, device, _ = call(provider.issuer + "/device-authorization/", {"client_id": DEVICE_CLIENT})
+        check("/_config: the device code lives as configured", device.get("expires_in") == 1, device)
+        form = {"grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"], "client_id": DEVICE_CLIENT}
+        time.sleep(1.5)
+        status, late, _ = call(discovery["token_endpoint"], form)
+        check("an expired device code still polls as authorization_pending", late.get("error") == "authorization_pending", late)
+        person = subprocess.run([sys.executable, os.path.join(here, "device_stand_in.py"), device["verification_uri"], device["user_code"]],
+                                capture_output=True, text=True, env=dict(os.environ, IDP_RESULT=""))
+        check("the verification page refuses an expired code", person.returncode == 1, person.stdout)
+        status, late, _ = call(discovery["token_endpoint"], form)
+        check("once the person tried it, the poll answers expired_token", late.get("error") == "expired_token", late)
     finally:
         provider.stop()
     print("%d passed, %d failed" % (passes[0], len(failures)))
