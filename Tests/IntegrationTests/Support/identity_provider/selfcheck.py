@@ -31,7 +31,7 @@ passes = [0]
 
 
 def check(fact, holds, detail=""):
-    print("%s %s%s" % ("ok  " if holds else "FAIL", fact, (": %s" % detail) if detail and not holds else ""))
+    print("%s %s%s" % ("ok  " if holds else "FAIL", fact, (": %s" % (detail,)) if detail and not holds else ""))
     if holds:
         passes[0] += 1
     else:
@@ -192,6 +192,23 @@ def main():
         check("discovery names no revocation_endpoint (DOT leaves it out)", "revocation_endpoint" not in discovery)
         status, jwks, _ = call(discovery["jwks_uri"])
         check("the JWKS holds one RSA key", status == 200 and len(jwks["keys"]) == 1 and jwks["keys"][0]["kty"] == "RSA", jwks)
+
+        # The code exchange's refusals: a wrong verifier, another redirect URI, a code used twice.
+        loopback = Loopback()
+        verifier, challenge = pkce()
+        result, _ = run_browser(authorization_url(discovery, loopback.redirect_uri, challenge, "s", "n"))
+        loopback.close()
+        code = loopback.queries[0].get("code", "") if loopback.queries else ""
+        exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": loopback.redirect_uri, "client_id": BROWSER_CLIENT}
+        for label, changes, error in (("a wrong code_verifier", {"code_verifier": pkce()[0]}, "invalid_grant"),
+                                      ("another redirect_uri port", {"code_verifier": verifier, "redirect_uri": "http://127.0.0.1:1/callback"},
+                                       "invalid_request")):
+            status, body, _ = call(discovery["token_endpoint"], {**exchange, **changes})
+            check("the code exchange with %s is refused: 400 %s" % (label, error), status == 400 and body.get("error") == error, (status, body))
+        status, body, _ = call(discovery["token_endpoint"], {**exchange, "code_verifier": verifier})
+        check("the code exchange then still works (those refusals did not use the code up)", status == 200, (status, body))
+        status, body, _ = call(discovery["token_endpoint"], {**exchange, "code_verifier": verifier})
+        check("the same code a second time is refused: 400 invalid_grant", status == 400 and body.get("error") == "invalid_grant", (status, body))
 
         tokens, nonce = browser_flow(provider, discovery, jwks)
         _, claims = verify_id_token(tokens["id_token"], jwks, provider.issuer, nonce)
