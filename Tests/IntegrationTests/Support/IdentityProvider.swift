@@ -197,11 +197,22 @@ final class IdentityProvider: @unchecked Sendable {
     /// The environment that makes authctl's browser the stand-in, signing in as `person` and
     /// deciding as `decision`; the callback page authctl served then lands in `result` as JSON
     /// (`standInOutcome(at:)`).
+    /// - Parameters:
+    ///   - callbackChanges: callback parameters replaced or added on the way (`["iss": "…"]`: a mix-up).
+    ///   - callbackDrops: callback parameters removed on the way (`["iss"]`).
+    ///   - callbackReplays: how many more times the stand-in fetches the callback; their answers are `again`.
+    ///   The three need the `http` engine.
     static func browserEnvironment(result: URL, person: Person = ada, password: String = password,
-                                   decision: Decision = .approve, engine: Engine = .http) throws -> [String: String] {
-        [
+                                   decision: Decision = .approve, engine: Engine = .http,
+                                   callbackChanges: [String: String] = [:], callbackDrops: [String] = [],
+                                   callbackReplays: Int = 0) throws -> [String: String] {
+        var changes = URLComponents()
+        changes.queryItems = callbackChanges.map { URLQueryItem(name: $0.key, value: $0.value) }
+        return [
             "BROWSER": browserStandIn, "IDP_PYTHON": try python(), "IDP_USER": person.userName, "IDP_PASSWORD": password,
             "IDP_DECISION": decision.rawValue, "IDP_ENGINE": engine.rawValue, "IDP_RESULT": result.path,
+            "IDP_CALLBACK_SET": (changes.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B"), "IDP_CALLBACK_DROP": callbackDrops.joined(separator: ","),
+            "IDP_CALLBACK_AGAIN": "\(callbackReplays)",
         ]
     }
 

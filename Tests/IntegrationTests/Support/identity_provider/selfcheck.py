@@ -292,6 +292,16 @@ def main():
         check("deny: the callback carries error=access_denied and the state", query.get("error") == "access_denied" and query.get("state") == "st", query)
         print("     deny callback's query: %s" % query)
 
+        # A callback changed on its way (a mix-up attack, a provider without iss) and replayed.
+        loopback = Loopback()
+        result, _ = run_browser(authorization_url(discovery, loopback.redirect_uri, challenge, "st", "n"),
+                                IDP_CALLBACK_SET="iss=http://127.0.0.1:1/o&extra=1", IDP_CALLBACK_DROP="state", IDP_CALLBACK_AGAIN="1")
+        loopback.close()
+        check("IDP_CALLBACK_SET and IDP_CALLBACK_DROP change the callback, IDP_CALLBACK_AGAIN replays it",
+              len(loopback.queries) == 2 and loopback.queries[0] == loopback.queries[1] and "state" not in loopback.queries[0]
+              and loopback.queries[0].get("iss") == "http://127.0.0.1:1/o" and loopback.queries[0].get("extra") == "1"
+              and "code" in loopback.queries[0] and len(result.get("again", [])) == 1, (loopback.queries, result.get("again")))
+
         # Device flow.
         status, device, seconds = call(provider.issuer + "/device-authorization/", {"client_id": DEVICE_CLIENT, "scope": "openid profile email"})
         print("     device authorization: %.0f ms, answer fields %s" % (seconds * 1000, sorted(device)))
