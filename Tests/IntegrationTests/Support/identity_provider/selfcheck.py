@@ -227,6 +227,11 @@ def main():
         print("     refresh: %.0f ms" % (seconds * 1000))
         check("refresh answers 200 with a new refresh token and a new ID token",
               status == 200 and rotated.get("refresh_token") not in (None, first) and "id_token" in rotated, rotated)
+        if "id_token" in rotated:
+            renewed = json.loads(jwt.JWT(jwt=rotated["id_token"], key=jwk.JWKSet.from_json(json.dumps(jwks)), algs=["RS256"]).claims)
+            check("the refreshed ID token has the same iss, aud and sub, and no nonce",
+                  [renewed.get(name) for name in ("iss", "aud", "sub")] == [claims.get(name) for name in ("iss", "aud", "sub")]
+                  and "nonce" not in renewed, renewed)
         status, reuse, _ = call(discovery["token_endpoint"], {"grant_type": "refresh_token", "refresh_token": first, "client_id": BROWSER_CLIENT})
         check("the rotated-away refresh token is refused: 400 invalid_grant", status == 400 and reuse.get("error") == "invalid_grant", (status, reuse))
         status, after, _ = call(discovery["token_endpoint"], {"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"], "client_id": BROWSER_CLIENT})
