@@ -186,15 +186,20 @@ struct OpenIDBrowserFlowTests {
         let (scenario, _) = try await bound(provider)
         #expect(try await scenario.authctl("sign-in", "--timeout", "60").status == 0)
         let before = try await scenario.authctl("token")
-        let runs = try await withThrowingTaskGroup(of: Run.self) { group in
-            for _ in 0..<8 { group.addTask { try await scenario.authctl("token", "--refresh") } }
-            return try await group.reduce(into: [Run]()) { $0.append($1) }
-        }
+        // The provider answers refreshes after 3 s: all eight have read the session before the
+        // first refresh is answered, so each --refresh is one of the concurrent ones.
+        try await provider.configure(["REFRESH_DELAY_SECONDS": 3])
+        // Started at once, not through the suite's limit on processes running together.
+        var started: [Spawned] = []
+        for _ in 0..<8 { started.append(try await scenario.start(["token", "--refresh"])) }
+        var runs: [Run] = []
+        for process in started { runs.append(await process.wait()) }
         for run in runs { #expect(run.status == 0, "\(run)") }
         // Each --refresh that found a token newer than the one it saw uses it: all the same.
         #expect(Set(runs.map(\.output)).count == 1, "\(runs.map(\.output))")
         #expect(runs[0].output != before.output)
         #expect(try await provider.count("refresh") == 1)
+        try await provider.configure(["REFRESH_DELAY_SECONDS": 0])
         let afterwards = try await scenario.authctl("token", "--refresh")
         #expect(afterwards.status == 0, "\(afterwards)")
         #expect(try await provider.liveRefreshTokens()["ada"] == 1)

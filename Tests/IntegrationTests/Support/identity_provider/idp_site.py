@@ -105,8 +105,12 @@ class Recorder:
         if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
             fields = {k: v[-1] for k, v in urllib.parse.parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True).items()}
         arrived = time.time()
-        response = self.get_response(request)
         endpoint = endpoint_of(request.path, fields)
+        if endpoint == "refresh" and refresh_delay:
+            # A slow provider: every concurrent refresher is certain to have started before
+            # the first refresh is answered.
+            time.sleep(refresh_delay)
+        response = self.get_response(request)
         entry = {
             "time": arrived,
             "seconds": round(time.time() - arrived, 4),
@@ -148,7 +152,10 @@ CONFIGURABLE = {
     "AUTHORIZATION_CODE_EXPIRE_SECONDS", "REFRESH_TOKEN_GRACE_PERIOD_SECONDS", "REFRESH_TOKEN_REUSE_PROTECTION",
     "ROTATE_REFRESH_TOKEN", "DEVICE_FLOW_INTERVAL", "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS",
     "DEVICE_CODE_EXPIRE_SECONDS",  # not DOT's: the device code's lifetime (--device-code-lifetime)
+    "REFRESH_DELAY_SECONDS",  # not DOT's: how long each refresh request waits before it is answered
 }
+
+refresh_delay = 0
 
 
 @csrf_exempt
@@ -159,14 +166,16 @@ def configure(request):
     unknown = sorted(set(changes) - CONFIGURABLE)
     if unknown:
         return JsonResponse({"error": "not configurable: %s" % ", ".join(unknown)}, status=400)
-    global device_code_lifetime
+    global device_code_lifetime, refresh_delay
     for name, value in changes.items():
         if name == "DEVICE_CODE_EXPIRE_SECONDS":
             device_code_lifetime = value
+        elif name == "REFRESH_DELAY_SECONDS":
+            refresh_delay = value
         else:
             setattr(oauth2_settings, name, value)
-    current = {name: getattr(oauth2_settings, name) for name in sorted(CONFIGURABLE - {"DEVICE_CODE_EXPIRE_SECONDS"})}
-    return JsonResponse(dict(current, DEVICE_CODE_EXPIRE_SECONDS=device_code_lifetime))
+    current = {name: getattr(oauth2_settings, name) for name in sorted(CONFIGURABLE - {"DEVICE_CODE_EXPIRE_SECONDS", "REFRESH_DELAY_SECONDS"})}
+    return JsonResponse(dict(current, DEVICE_CODE_EXPIRE_SECONDS=device_code_lifetime, REFRESH_DELAY_SECONDS=refresh_delay))
 
 
 def live_refresh_tokens(request):
