@@ -1,6 +1,9 @@
 import DesktopSandbox
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Signing in at a real OpenID Connect provider (django-oauth-toolkit) in the browser: PKCE,
 /// the loopback listener, the verified ID token. The person's browser is the browser stand-in
@@ -108,6 +111,50 @@ struct OpenIDBrowserFlowTests {
         let probe = try await runProcess(try which("curl", package: "curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/callback"],
                                          input: nil, environment: [:], timeout: 10)
         #expect(probe.stdout == "000", "\(probe)")
+    }
+
+    @Test("SIGTERM, SIGINT or SIGHUP while the person is at the provider: nothing stored, the listener gone", arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signalDuringWait(_ signal: Int32) async throws {
+        let provider = try await IdentityProvider()
+        let (scenario, _) = try await bound(provider, decision: .ignore)
+        let signIn = try await scenario.start(["sign-in", "--timeout", "60"])
+        #expect(await eventually(within: .seconds(30)) { signIn.stderr.contains("continue in your browser at ") })
+        // The stand-in reached the provider, so the listener is up and the person is "there".
+        var redirect: String?
+        _ = await eventually(within: .seconds(30)) {
+            let asked = (try? await provider.log())?.contains { $0["endpoint"] as? String == "authorize" } ?? false
+            if asked { redirect = try? await authorizationQuery(provider)["redirect_uri"] }
+            return redirect != nil
+        }
+        signIn.signal(signal)
+        let run = await signIn.wait()
+        #expect(run.status == 128 + signal, "\(run)")
+        #expect(try await scenario.authctl("status").status == 1)
+        let redirectURI = try #require(redirect)
+        let port = try #require(URLComponents(string: redirectURI)?.port)
+        let probe = try await runProcess(try which("curl", package: "curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/callback"],
+                                         input: nil, environment: [:], timeout: 10)
+        #expect(probe.stdout == "000", "\(probe)")
+        let settings = (try? String(contentsOfFile: scenario.settingsFile, encoding: .utf8)) ?? ""
+        #expect(!settings.contains("user="))
+    }
+
+    @Test("--redirect-port fixes the loopback port of the redirect URI")
+    func redirectPort() async throws {
+        let provider = try await IdentityProvider()
+        // A port nothing listens on now: the system's choice, given back.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        close(listener)
+        let (scenario, _) = try await bound(provider, extra: ["--redirect-port", "\(port)"])
+        let run = try await scenario.authctl("sign-in", "--timeout", "60")
+        #expect(run.status == 0, "\(run)")
+        #expect(try await authorizationQuery(provider)["redirect_uri"] == "http://127.0.0.1:\(port)/callback")
+        #expect(try await scenario.authctl("server", "show", "--json").stdout.contains("\"redirectPort\":\(port)"))
     }
 
     @Test("another local process knocking with a wrong state, another path or a POST gets 400, and the sign-in goes on")
