@@ -1,4 +1,4 @@
-/// `status`, `whoami` and `token`, which scripts run in loops (`authctl status && …`,
+/// `status`, `whoami`, `token` and `git-credential get`, which scripts and git run in loops (`authctl status && …`,
 /// `curl -H "Authorization: Bearer $(authctl token)"`), with nothing but their plain options:
 /// read here directly instead of through swift-argument-parser, which builds its model of every
 /// option by reflection and generic metadata at each start — about 10 M instructions, most of
@@ -16,6 +16,7 @@ enum FastPath {
         var command: String?
         var flags: Set<String> = []
         var minValid: UInt64?
+        var gitOperation: String?
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
@@ -37,6 +38,8 @@ enum FastPath {
             } else if command == nil {
                 guard Self.flags[argument] != nil else { return nil }
                 command = argument
+            } else if command == "git-credential" && gitOperation == nil && ["get", "store", "erase"].contains(argument) {
+                gitOperation = argument
             } else if command == "token" && argument == "--min-valid" {
                 // Plain digits only, within the option's limit; any other spelling is
                 // ArgumentParser's to read or refuse.
@@ -60,6 +63,9 @@ enum FastPath {
             return { [global, flags] in
                 try await Token.report(global, minValid: minValid ?? 60, refresh: flags.contains("--refresh"), json: flags.contains("--json"))
             }
+        case "git-credential":
+            guard let gitOperation else { return nil }
+            return { [global] in try await GitCredential.answer(global, operation: gitOperation) }
         default:
             return nil
         }
@@ -70,6 +76,8 @@ enum FastPath {
         "status": ["--json", "--quiet", "-q"],
         "whoami": ["--json"],
         "token": ["--json", "--refresh"],
+        // git runs its helper at every fetch and push: `git-credential get` (or store, erase).
+        "git-credential": [],
     ]
 }
 
