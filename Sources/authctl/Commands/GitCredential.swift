@@ -94,7 +94,7 @@ struct GitCredential: AsyncParsableCommand {
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
         var answer = ["username=\(request.username ?? token.user.rawValue)", "password=\(token.token)"]
         if let expiresAt = token.expiresAt { answer.append("password_expiry_utc=\(Int64(expiresAt.timeIntervalSince1970))") }
-        try Output.line(answer.joined(separator: "\n"))
+        for line in answer { try Output.line(line) }
     }
 }
 
