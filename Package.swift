@@ -145,7 +145,7 @@ let package = Package(
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            exclude: ["Support/token_server.py", "Support/identity_provider"],
+            exclude: ["Support/token_server.py", "Support/git_server.py", "Support/identity_provider"],
             swiftSettings: strictSettings
         ),
     ]
