@@ -8,22 +8,12 @@ struct OpenIDDeviceFlowTests {
     /// A scenario bound to `provider` for its device client.
     private func bound(_ provider: IdentityProvider, _ extra: [String] = []) async throws -> Scenario {
         let scenario = try await Scenario()
-        let run = try await scenario.authctl(["server", "set", provider.issuer, "--protocol", "oidc", "--client-id", IdentityProvider.deviceClientID,
-                                              "--device-authorization-url", provider.deviceAuthorizationEndpoint] + extra)
-        #expect(run.status == 0, "\(run)")
+        try await scenario.bindDeviceClient(of: provider, extra)
         return scenario
     }
 
-    /// Starts `sign-in --flow device`, waits for its first line, and returns the process and
-    /// the verification URI and user code it printed.
     private func startDeviceSignIn(_ scenario: Scenario, _ extra: [String] = []) async throws -> (Spawned, uri: String, code: String) {
-        let signIn = try await scenario.start(["sign-in", "--flow", "device"] + extra)
-        let printed = await eventually(within: .seconds(30)) { signIn.stderr.contains(" and enter the code ") }
-        let line = try #require(signIn.stderr.split(separator: "\n").first { $0.hasPrefix("To sign in, open ") }, "\(signIn.stderr)")
-        #expect(printed)
-        let rest = line.dropFirst("To sign in, open ".count)
-        let parts = rest.components(separatedBy: " and enter the code ")
-        return (signIn, parts[0], parts[1])
+        try await scenario.startDeviceSignIn(extra)
     }
 
     @Test("server set discovers the endpoints and keeps them; server show --json names the issuer")
