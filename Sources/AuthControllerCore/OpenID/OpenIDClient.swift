@@ -89,11 +89,12 @@ struct OpenIDClient: Sendable {
         guard let expiresIn = answer.expires_in, expiresIn.isFinite, expiresIn > 0 else { throw refuse("without a positive expires_in") }
         let interval = answer.interval ?? 5
         guard interval.isFinite, interval >= 0 else { throw refuse("with an interval that is not a non-negative number") }
+        // At least a second between polls, whatever the provider says; never sooner than it asks.
         return DeviceAuthorization(
             deviceCode: deviceCode,
             code: DeviceCode(verificationURI: verification, userCode: userCode,
                              verificationURIComplete: answer.verification_uri_complete.flatMap(Self.webURL)),
-            expiresIn: TokenExchange.seconds(expiresIn), interval: max(1, min(TokenExchange.seconds(interval), 60)))
+            expiresIn: TokenExchange.seconds(expiresIn), interval: max(1, min(TokenExchange.seconds(interval), 86_400)))
     }
 
     /// What one poll of the token endpoint found.
