@@ -71,6 +71,8 @@ struct OpenIDDeviceFlowTests {
         #expect(uri == provider.verificationPage)
         #expect(signIn.stderr.contains("\nOr open \(provider.verificationPage)?user_code=\(code)\n"))
         #expect(!signIn.stderr.contains("authctl: "))
+        // Not a terminal: no QR code.
+        #expect(!signIn.stderr.contains("\u{2580}") && !signIn.stderr.contains("\u{2588}"))
         let (decided, outcome) = try await provider.approveDevice(verificationURI: uri, userCode: code)
         #expect(decided, "\(outcome)")
         let run = await signIn.wait()
@@ -95,6 +97,23 @@ struct OpenIDDeviceFlowTests {
         #expect(refreshed.status == 0, "\(refreshed)")
         #expect(refreshed.output != token.output, "\(refreshed)")
         #expect(try await provider.count("refresh") == 1)
+    }
+
+    @Test("at a terminal, a QR code of the complete verification page follows the two lines")
+    func qrCodeAtTerminal() async throws {
+        let provider = try await IdentityProvider()
+        let scenario = try await bound(provider)
+        let terminal = try PseudoTerminal()
+        let signIn = try await Spawned(Scenario.binary, ["sign-in", "--flow", "device", "--timeout", "60"], input: nil,
+                                       environment: scenario.environment, terminal: terminal.slave)
+        try #require(await terminal.read(within: .seconds(30)) { $0.contains("\u{2580}") || $0.contains("\u{2584}") }, "no QR code: \(terminal.screen)")
+        let screen = terminal.screen
+        let line = try #require(screen.split(separator: "\r\n").first { $0.hasPrefix("To sign in, open ") })
+        let code = String(line.split(separator: " ").last!)
+        #expect(screen.contains("Or open \(provider.verificationPage)?user_code=\(code)\r\n"))
+        let (decided, _) = try await provider.approveDevice(verificationURI: provider.verificationPage, userCode: code)
+        #expect(decided)
+        #expect(await signIn.wait().status == 0)
     }
 
     @Test("the person refuses: 77, nothing stored, no event")
