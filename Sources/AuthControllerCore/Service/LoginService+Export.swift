@@ -67,7 +67,8 @@ extension LoginService {
     }
 
     /// On the loop's thread: exports the objects and subscribes to what may change the state.
-    func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: InFlight,
+    /// `GetToken`'s refreshes pass `gate`, which closes when serve stops.
+    func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: InFlight, gate: RefreshGate,
                 trigger: AsyncStream<Trigger>.Continuation) throws(AuthError) -> Exported {
         let handlers = BusObjects.MethodHandlers(
             getStatus: { invocation, service in
@@ -84,9 +85,9 @@ extension LoginService {
             },
             getToken: { invocation, service, minValid in
                 self.answer(invocation, service, .change, calls: calls, trigger: trigger) { controller throws(AuthError) in
-                    let token = try await offload(async: { () async throws(AuthError) in
-                        try await controller.accessToken(minValid: UInt64(minValid))
-                    })
+                    let token = try await gate.guarding { () async throws(AuthError) in
+                        try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: UInt64(minValid)) })
+                    }
                     for warning in token.warnings { self.warn("\(controller.service): \(warning)") }
                     return { invocation.returnToken(token.token, expiresAt: token.expiresAt.map(Timestamp.microseconds(_:)) ?? 0) }
                 }
