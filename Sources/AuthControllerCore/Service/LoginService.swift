@@ -317,7 +317,8 @@ public final class LoginService: Sendable {
     private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: InFlight, gate: RefreshGate,
                               trigger: AsyncStream<Trigger>.Continuation) {
         let controller = controller(for: service)
-        knownStates.forget(service)
+        // The known state is forgotten when the refresh is done, not before: until then
+        // GetStatus answers from it, even while the refresh waits for the keyring (see `answer`).
         let ticket = calls.begin(.change)
         Task {
             var retry = false
