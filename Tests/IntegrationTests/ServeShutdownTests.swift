@@ -8,15 +8,15 @@ import Glibc
 #endif
 
 /// `authctl serve` (`authctl.serve(1)`) with many bound services whose tokens are due at once:
-/// their refreshes run side by side, not one after another, and SIGTERM starts no refresh that
-/// has not reached the server yet, so serve ends promptly.
+/// their refreshes run side by side (a few at a time per token server), not one after another,
+/// and SIGTERM starts no refresh that has not sent its request yet, so serve ends promptly.
 @Suite("serve with many refreshes due: side by side, and none started after SIGTERM")
 struct ServeShutdownTests {
     /// Enough services to show a queue on a two-core machine, few enough to sign in quickly.
     static let serviceCount = 40
     /// How long the token server takes to answer each refresh: a refresh that reached it is
     /// still under way when SIGTERM comes.
-    static let refreshDelay = 4.0
+    static let refreshDelay = 3.0
 
     /// A private bus and keyring, `count` services sharing one settings folder, each with alice
     /// signed in at `server` with an access token that is already due.
@@ -60,12 +60,13 @@ struct ServeShutdownTests {
         }
     }
 
-    @Test("forty services due at once: their refreshes overlap; SIGTERM ends serve within 5 s plus the refreshes under way, which store what they got")
+    @Test("forty services due at once: their refreshes overlap; SIGTERM starts no more, and ends serve within 5 s plus the refreshes under way, which store what they got")
     func sigtermWithManyRefreshesDue() async throws {
         let server = try await TokenServer()
         let (sandbox, scenario, services) = try await signedIn(at: server)
         defer { sandbox.stop() }
-        try server.configure(["refresh_delay": Self.refreshDelay])
+        // Refreshed tokens last an hour: each service is refreshed once.
+        try server.configure(["refresh_delay": Self.refreshDelay, "access_lifetime": 3600])
 
         let monitor = try await BusMonitor(scenario, rules: ["type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(ServeBus.name)'"])
         let (serve, _) = try await scenario.startServe()
@@ -73,10 +74,12 @@ struct ServeShutdownTests {
         let started = try await eventually(within: .seconds(30)) { try refreshArrivals(server).count >= 1 }
         try #require(started, "no refresh reached the server: \(serve.stderr)")
         let first = try #require(try refreshArrivals(server).first)
-        // Refreshes that run side by side all reach the server before its first answer, which
-        // takes `refreshDelay`; one after another, a few at a time, they did not.
+        // Refreshes that run side by side reach the server before its first answer, which takes
+        // `refreshDelay`: as many as serve sends one server at once. One after another, a few
+        // at a time, they did not.
+        let sideBySide = ServePolicy.refreshesPerServer
         _ = try await eventually(within: .seconds(Self.refreshDelay - (Date().timeIntervalSince1970 - first))) {
-            try refreshArrivals(server).count >= services.count
+            try refreshArrivals(server).count >= sideBySide
         }
         let together = try refreshArrivals(server).filter { $0 < first + Self.refreshDelay }
 
@@ -94,13 +97,14 @@ struct ServeShutdownTests {
               "exit \(exitTime) s after SIGTERM, its name released \(released.map { $0.time - signalled.timeIntervalSince1970 } ?? -1) s after it;",
               "\(arrivals.count) refreshes in all, \(late.count) more than 1 s after SIGTERM")
         #expect(ended.status == 0, "\(ended)")
-        #expect(together.count == services.count, "\(together.count) of \(services.count)")
+        #expect(together.count >= sideBySide, "\(together.count) of \(services.count)")
         // Stopping waits for the refreshes under way (their answers take `refreshDelay`) and
-        // starts no other: a queue of refreshes behind them took 10 s and more.
+        // starts none of those waiting for their turn: a queue of them took 10 s and more.
         #expect(exitTime < 5 + Self.refreshDelay, "\(exitTime) s\n\(ended.stderr)")
         #expect(released != nil, "\(monitor.messages)")
         #expect(late.isEmpty, "\(late.count) refreshes reached the server more than 1 s after SIGTERM")
-        // The server retired each old refresh token when it answered: the answers were stored.
+        // The server retired each old refresh token when it answered: the answers were stored,
+        // and the refreshes never sent left the old tokens in place.
         let live = Set(try server.liveRefreshTokens())
         let stored = try await storedRefreshTokens(scenario)
         #expect(stored.count == services.count, "\(stored.count) items")

@@ -210,6 +210,7 @@ public final class LoginService: Sendable {
                 state.sync = nil
                 if let schedules {
                     state.policy.reschedule(schedules)
+                    startWaitingRefreshes(&state, calls: calls, gate: gate, trigger: trigger)
                     rearmWakeUps(&state, trigger: trigger)
                 }
                 if state.dirty { state.dirty = false; startSync(&state, trigger: trigger) }
@@ -224,6 +225,7 @@ public final class LoginService: Sendable {
                 requestSync(&state, trigger: trigger)
             case .refreshed(let service, let retry):
                 state.policy.refreshEnded(service, retry: retry, now: Posix.wallClockMicroseconds())
+                startWaitingRefreshes(&state, calls: calls, gate: gate, trigger: trigger)
                 requestSync(&state, trigger: trigger)
             case .called(let sender):
                 if state.policy.callerArrived(sender, at: .now) {
@@ -307,6 +309,14 @@ public final class LoginService: Sendable {
         state.idleTimer = Task {
             try? await Task.sleep(until: check, clock: .continuous)
             if !Task.isCancelled { trigger.yield(.idleTimer) }
+        }
+    }
+
+    /// Starts the refreshes that waited for their server to have room.
+    private func startWaitingRefreshes(_ state: inout RunState, calls: InFlight, gate: RefreshGate,
+                                       trigger: AsyncStream<Trigger>.Continuation) {
+        for service in state.policy.startWaiting(now: Posix.wallClockMicroseconds()) {
+            startRefresh(service, minValid: state.policy.schedules[service]?.minValid ?? 60, calls: calls, gate: gate, trigger: trigger)
         }
     }
 
