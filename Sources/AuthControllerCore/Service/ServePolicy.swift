@@ -60,10 +60,11 @@ struct ServePolicy: Sendable {
     static let firstBackoff: Double = 4
     static let longestBackoff: Double = 60
     /// How many background refreshes ask one token server at once. Refreshes of many services
-    /// run side by side, not one after another, but not all at once: a few hundred answers
-    /// arriving together made their stores wait for the settings lock past its deadline, and
-    /// rotated refresh tokens were lost. The others wait for a refresh of their server to end.
-    static let refreshesPerServer = 8
+    /// run side by side, not one after another, but not all at once: two hundred answers
+    /// arriving together kept the settings lock busy with their stores for about 4.5 s of the
+    /// 5 s a store waits for it, and a store that waits longer loses its rotated refresh token.
+    /// The others wait for a refresh of their server to end.
+    static let refreshesPerServer = 16
     /// How many callers are watched for leaving the bus; more are not tracked (a peer cannot
     /// make the process grow), and only keep serve from going idle while they call.
     static let maximumWatchedCallers = 256
