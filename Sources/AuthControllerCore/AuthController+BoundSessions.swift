@@ -289,6 +289,8 @@ extension AuthController {
         }
         let grant: TokenGrant
         do {
+            // A stopping `serve` sends no new request; one already sent is awaited and stored.
+            try RefreshGate.checkOpen()
             grant = try await tokenClients(binding).refresh(session.tokens)
         } catch {
             return try await offload { () throws(AuthError) in try self.refreshFailed(error, session) }
