@@ -9,9 +9,20 @@
 /// those and the command's own flags. Anything else — help, another option, a mistake — goes
 /// through ArgumentParser, which gives the same command the same meaning and says what is wrong.
 enum FastPath {
+    /// A command read on this path, ready to run.
+    enum Command {
+        /// `status` and `whoami`, which never wait on anything but their own blocking calls: run
+        /// where `main` is, on the main thread, before its first suspension. Awaited, they would
+        /// hop to the concurrency runtime's thread pool and back (two threads started and two
+        /// thread switches, for a command that does nothing concurrently).
+        case synchronous(() throws -> Void)
+        /// `token`, which listens for signals while its call runs.
+        case asynchronous(() async throws -> Void)
+    }
+
     /// The command the arguments (without the program's name) ask for, when this path can read
     /// them; `nil` sends them to ArgumentParser.
-    static func command(for arguments: [String]) -> (() async throws -> Void)? {
+    static func command(for arguments: [String]) -> Command? {
         var global = GlobalSettings()
         var command: String?
         var flags: Set<String> = []
@@ -53,11 +64,11 @@ enum FastPath {
         }
         switch command {
         case "status":
-            return { [global, flags] in try Status.report(global, json: flags.contains("--json"), quiet: flags.contains("--quiet")) }
+            return .synchronous { [global, flags] in try Status.report(global, json: flags.contains("--json"), quiet: flags.contains("--quiet")) }
         case "whoami":
-            return { [global, flags] in try WhoAmI.report(global, json: flags.contains("--json")) }
+            return .synchronous { [global, flags] in try WhoAmI.report(global, json: flags.contains("--json")) }
         case "token":
-            return { [global, flags] in
+            return .asynchronous { [global, flags] in
                 try await Token.report(global, minValid: minValid ?? 60, refresh: flags.contains("--refresh"), json: flags.contains("--json"))
             }
         default:
