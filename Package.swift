@@ -75,8 +75,9 @@ let package = Package(
             name: "CAuthctlBus",
             dependencies: ["CGLib"]
         ),
-        // The executable's start-up: a crash never waits at a terminal for a key (see
-        // process_start.c). Linked into the command line only.
+        // The executable's start-up: a crash never waits at a terminal for a key, and `CommandLine`
+        // gets the arguments glibc hands to initialisers instead of searching /proc/self/maps for
+        // them (see process_start.c). Linked into the command line only.
         .target(name: "CProcessStart"),
         .target(
             name: "AuthControllerCore",

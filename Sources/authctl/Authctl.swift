@@ -64,9 +64,15 @@ struct Authctl: AsyncParsableCommand {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
         }
         do {
-            if let command = FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
+            switch FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
+            case .synchronous(let command)?:
+                try command()
+                ExitStatus.exit(ExitStatus.success)
+            case .asynchronous(let command)?:
                 try await command()
                 ExitStatus.exit(ExitStatus.success)
+            case nil:
+                break
             }
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {
