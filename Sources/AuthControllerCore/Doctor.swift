@@ -82,7 +82,10 @@ public struct Doctor: Sendable {
             _ = try bus.connection(timeout: seconds)
             return pass("session-bus", "the session bus answers")
         } catch {
-            return fail("session-bus", error.explanation, fix: ErrorMap.noSessionBusAdvice, error)
+            // The error ends with the advice the fix gives: it is said once, as the fix.
+            let advice = "; " + ErrorMap.noSessionBusAdvice.description
+            let cause = error.message.hasSuffix(advice) ? AuthError.Message(String(error.message.dropLast(advice.count))) : error.explanation
+            return fail("session-bus", cause, fix: ErrorMap.noSessionBusAdvice, error)
         }
     }
 

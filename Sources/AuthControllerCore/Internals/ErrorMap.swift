@@ -13,6 +13,11 @@ enum ErrorMap {
 
     static let noSessionBusAdvice: AuthError.Message = "run inside a desktop session, under `dbus-run-session`, or \(hint: .sandbox)"
 
+    /// What went wrong with the session bus, without the advice (`doctor` gives it as the fix).
+    static func noSessionBus(_ error: GLibError) -> String {
+        error.isDisconnection ? "the session bus went away (\(error.message))" : "no session bus (\(error.message))"
+    }
+
 
     /// The one mapping from a GLib error to an ``AuthError``: what a deadline, a missing bus,
     /// a missing Secret Service, a peer that went away or a locked collection becomes.
@@ -33,9 +38,7 @@ enum ErrorMap {
         }
         if peer == .bus && error.remoteName == nil {
             // Typed, so that the advice keeps its hint.
-            let message: AuthError.Message = error.isDisconnection
-                ? "the session bus went away (\(error.message)); \(noSessionBusAdvice)"
-                : "no session bus (\(error.message)); \(noSessionBusAdvice)"
+            let message: AuthError.Message = "\(noSessionBus(error)); \(noSessionBusAdvice)"
             return .unavailable(message, detail: detail)
         }
         if error.isNoOwner {
