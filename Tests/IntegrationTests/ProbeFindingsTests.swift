@@ -57,4 +57,32 @@ struct ProbeFindingsTests {
         let show = try await scenario.authctl("server", "show")
         #expect(show.status == 1, "sign-in: \(run)\nserver show: \(show)")
     }
+
+    @Test("a --redirect-port another program listens on is 69 at once, not a silent hang")
+    func redirectPortInUse() async throws {
+        let provider = try await IdentityProvider()
+        // Another program holds 127.0.0.1:PORT (a second sign-in, a local web server).
+        let squatter = Process()
+        squatter.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        squatter.arguments = ["python3", "-c", """
+            import socket, sys, time
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
+            print(s.getsockname()[1], flush=True); time.sleep(120)
+            """]
+        let pipe = Pipe()
+        squatter.standardOutput = pipe
+        try squatter.run()
+        defer { squatter.terminate() }
+        let port = try #require(String(data: pipe.fileHandleForReading.availableData, encoding: .utf8)?
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        var scenario = try await Scenario()
+        let bound = try await scenario.authctl(["server", "set", provider.issuer, "--protocol", "oidc", "--client-id",
+                                                IdentityProvider.browserClientID, "--redirect-port", port])
+        try #require(bound.status == 0, "\(bound)")
+        scenario.extraEnvironment["BROWSER"] = "/bin/true"
+        let run = try await scenario.authctl(["sign-in", "--flow", "browser", "--timeout", "5"], timeout: 30)
+        #expect(run.status == 69, "\(run)")
+        #expect(run.seconds < 10, "\(run.seconds) s")
+        #expect(run.stderr.hasPrefix("authctl: "), "\(run)")
+    }
 }
