@@ -126,6 +126,11 @@ extension AuthController {
             var replaced: Revocation?
             let outcome = try self.change { (read, record) throws(AuthError) -> Change in
                 try self.refuseRebinding(record, to: newBinding)
+                // The binding this sign-in started from was changed or removed while the server
+                // (or the person, at an OpenID provider) was asked: that change stands.
+                if newBinding == nil, read.corruption == nil, record.binding != binding {
+                    throw .temporaryFailure("the binding of \(self.service) changed during the sign-in, so nothing was stored; sign in again")
+                }
                 if read.corruption == nil {
                     try self.refuseStrandingKeptTokens(record, to: newBinding ?? binding, then: "sign in with the new binding")
                 }

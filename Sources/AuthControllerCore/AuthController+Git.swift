@@ -61,14 +61,20 @@ public enum GitHost {
         guard let slash = afterScheme.firstIndex(of: "/"), afterScheme[slash...] == "/" else {
             throw .invalidInput("invalid git URL '\(text)': give the scheme and host only (https://HOST[:PORT]), without a path or query")
         }
-        return (url, String(afterScheme[..<slash]))
+        let host = String(afterScheme[..<slash])
+        guard isValid(host) else {
+            throw .invalidInput("invalid git URL '\(text)': its host may hold letters, digits, '.', '-', '_', '~', ':', '[' and ']' only")
+        }
+        return (url, host)
     }
 
-    /// 1–255 bytes of letters, digits, `.`, `-`, `:`, `[` and `]`.
+    /// 1–255 bytes of letters, digits, `.`, `-`, `_`, `~`, `:`, `[` and `]`: what the settings
+    /// keep, and what ``parse(setupURL:)`` accepts.
     static func isValid(_ host: String) -> Bool {
         (1...255).contains(host.utf8.count) && host.utf8.allSatisfy { byte in
             (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]")].contains(byte)
+                || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"),
+                    UInt8(ascii: "["), UInt8(ascii: "]")].contains(byte)
         }
     }
 }

@@ -206,7 +206,7 @@ extension AuthController {
         let proof = SignInProof()
         let listener = try LoopbackListener(port: client.binding.openID?.redirectPort, expectedState: proof.state)
         defer { listener.close() }
-        presenter.showAuthorizationPage(client.authorizationURL(endpoint, redirectURI: listener.redirectURI, proof: proof,
+        try presenter.showAuthorizationPage(client.authorizationURL(endpoint, redirectURI: listener.redirectURI, proof: proof,
                                                                 loginHint: request.account))
         guard let parameters = await listener.callback(timeout: request.timeout) else {
             throw .temporaryFailure("the sign-in was not completed in the browser within \(formatSeconds(request.timeout.seconds)) s; \(hint: .raiseSignInTimeout)")
@@ -251,7 +251,7 @@ extension AuthController {
     private func deviceFlow(_ client: OpenIDClient, endpoint: ServerURL, _ request: OpenIDSignIn,
                             presenter: any SignInPresenter) async throws(AuthError) -> TokenGrant {
         let authorization = try await client.authorizeDevice(at: endpoint)
-        presenter.showDeviceCode(authorization.code)
+        try presenter.showDeviceCode(authorization.code)
         let start = clock()
         let codeExpiry = start.addingClamped(authorization.expiresIn.multipliedClamped(by: 1_000_000))
         let timeout = start.addingClamped(UInt64(request.timeout.seconds * 1_000_000))
@@ -286,9 +286,11 @@ extension AuthController {
 /// the URL and starts the browser; an app opens it in its own way.
 public protocol SignInPresenter: Sendable {
     /// The browser flow: `url` is the provider's authorization page, to open in the person's
-    /// browser. Called once, before the wait; must not wait for the browser.
-    func showAuthorizationPage(_ url: String)
+    /// browser. Called once, before the wait; must not wait for the browser. An error ends
+    /// the sign-in, with nothing stored.
+    func showAuthorizationPage(_ url: String) throws(AuthError)
 
     /// The device flow: where to go and which code to enter there. Called once, before polling.
-    func showDeviceCode(_ code: DeviceCode)
+    /// An error (the code could not be shown) ends the sign-in, with nothing stored.
+    func showDeviceCode(_ code: DeviceCode) throws(AuthError)
 }

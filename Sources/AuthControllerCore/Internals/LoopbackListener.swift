@@ -21,6 +21,7 @@ final class LoopbackListener: @unchecked Sendable {
         var message: MessagePointer?
         var closed = false
         var shutDown = false
+        var loopStarted = false
     }
 
     /// The port the listener is on.
@@ -55,6 +56,8 @@ final class LoopbackListener: @unchecked Sendable {
             self.server = server
             let bound = authctl_soup_server_port(server)
             guard bound > 0, bound <= 65535 else {
+                // Closed here, on this thread, which made it: the loop never ran.
+                self.server = nil
                 authctl_soup_server_close(server)
                 throw .unavailable("the sign-in listener on 127.0.0.1 did not say which port it listens on")
             }
@@ -64,6 +67,7 @@ final class LoopbackListener: @unchecked Sendable {
                                detail: error.message)
         }
         loop.start()
+        state.withLock { $0.loopStarted = true }
     }
 
     /// The redirect URI that reaches this listener.
@@ -107,6 +111,8 @@ final class LoopbackListener: @unchecked Sendable {
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready); return }
+                // Cancelled before the wait was registered: the handler found nothing to end.
+                if Task.isCancelled { giveUp(fired); return }
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [self] in
                     giveUp(fired)
                 }
@@ -167,11 +173,18 @@ final class LoopbackListener: @unchecked Sendable {
 
     /// Stops listening at once; a callback not yet answered is dropped with its connection.
     func close() {
-        let first = state.withLock { (state: inout State) -> Bool in
+        let (first, loopStarted) = state.withLock { (state: inout State) -> (Bool, Bool) in
             defer { state.closed = true; state.shutDown = true }
-            return !state.shutDown
+            return (!state.shutDown, state.loopStarted)
         }
         guard first else { return }
+        // An init that threw never started the loop: nothing there would run a close, and
+        // nothing but this thread has touched the server.
+        guard loopStarted else {
+            if let server { authctl_soup_server_close(server) }
+            self.server = nil
+            return
+        }
         let server = self.server.map(MessagePointer.init)
         // The server is closed on the loop's thread, which owns it; then the loop stops.
         let closed = DispatchSemaphore(value: 0)

@@ -49,13 +49,18 @@ struct GitCredential: AsyncParsableCommand {
     private func setUp(_ text: String) async throws {
         let (url, host) = try GitHost.parse(setupURL: text)
         let controller = try global.makeController()
-        let added = try controller.addGitHost(host)
+        // Refused before anything changes: an unbound service has no token for git.
+        guard try controller.binding() != nil else {
+            throw AuthError.invalidInput("\(controller.service) is not bound to a token server, so it has no token to give git; bind it with `authctl server set URL`")
+        }
         guard let binary = ProcessEnvironment.executablePath else {
             throw AuthError.unavailable("cannot tell where this authctl is (/proc/self/exe); git needs its absolute path")
         }
         let base = url.rawValue.hasSuffix("/") ? String(url.rawValue.dropLast()) : url.rawValue
+        // git's configuration first: when git cannot write it, the settings stay as they were.
         try await GitConfiguration.setCredentialHelper(
             for: base, to: "!\(Self.shellQuoted(binary)) --service \(controller.service) git-credential")
+        let added = try controller.addGitHost(host)
         try Output.line(added ? "git now gets the access token of \(controller.service) for \(host)."
                               : "git already gets the access token of \(controller.service) for \(host).")
     }
@@ -94,7 +99,9 @@ struct GitCredential: AsyncParsableCommand {
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
         var answer = ["username=\(request.username ?? token.user.rawValue)", "password=\(token.token)"]
         if let expiresAt = token.expiresAt { answer.append("password_expiry_utc=\(Int64(expiresAt.timeIntervalSince1970))") }
-        for line in answer { try Output.line(line) }
+        // As git sent them back: the username is git's own text (never a newline or NUL, which
+        // the request cannot carry), the token visible ASCII.
+        try Output.verbatim(answer)
     }
 }
 
@@ -130,10 +137,22 @@ struct GitCredentialRequest {
             }
             if count == 0 { break }
             bytes += chunk[0..<count]
-            if bytes.count >= 2 && bytes.suffix(2) == [0x0A, 0x0A] { break }
+            // The blank line ends the request, whatever follows it.
+            if let end = Self.blankLine(in: bytes) {
+                bytes.removeSubrange(end...)
+                break
+            }
         }
         guard bytes.count <= 64 * 1024 else { throw .invalidInput("git's request is over 64 KiB") }
         try self.init(parsing: bytes)
+    }
+
+    /// Where the first blank line starts (the request's end), if there is one.
+    private static func blankLine(in bytes: [UInt8]) -> Int? {
+        if bytes.first == 0x0A { return 0 }
+        guard bytes.count >= 2 else { return nil }
+        for index in 1..<bytes.count where bytes[index] == 0x0A && bytes[index - 1] == 0x0A { return index }
+        return nil
     }
 
     init(parsing bytes: [UInt8]) throws(AuthError) {

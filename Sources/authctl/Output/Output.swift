@@ -49,6 +49,12 @@ enum Output {
         try write(.standardOutput, escapingControlCharacters(text) + "\n")
     }
 
+    /// Lines on stdout written byte for byte, each ended by a line break: a protocol's answer
+    /// (git's credential helper), whose caller checked that no line holds a line break.
+    static func verbatim(_ lines: [String]) throws(WriteFailure) {
+        try write(.standardOutput, lines.map { $0 + "\n" }.joined())
+    }
+
     /// Help or version text: several lines, written as they are.
     static func help(_ text: String) throws(WriteFailure) {
         try write(.standardOutput, text + "\n")
@@ -82,8 +88,8 @@ enum Output {
     /// Lines on stderr for the person at the terminal (what to open, which code to enter), as
     /// they are: no `authctl: ` prefix. The caller has stripped provider text of control
     /// characters.
-    static func personal(_ lines: [String]) {
-        try? write(.standardError, lines.map { $0 + "\n" }.joined())
+    static func personal(_ lines: [String]) throws(WriteFailure) {
+        try write(.standardError, lines.map { $0 + "\n" }.joined())
     }
 
     /// A one-line diagnostic on stderr: `authctl: TEXT`. Control characters are escaped so

@@ -11,8 +11,9 @@ struct SignInPrompts: SignInPresenter {
         ["BROWSER", "DISPLAY", "WAYLAND_DISPLAY"].contains { ProcessEnvironment.value($0) != nil }
     }
 
-    func showAuthorizationPage(_ url: String) {
-        Output.personal(["To sign in, continue in your browser at \(url)"])
+    func showAuthorizationPage(_ url: String) throws(AuthError) {
+        // Unwritten, the browser still opens the page: the sign-in goes on.
+        try? Output.personal(["To sign in, continue in your browser at \(url)"])
         // The browser is the person's: started, never waited for, its end never looked at.
         let browser = ProcessEnvironment.value("BROWSER") ?? "xdg-open"
         if let failure = DetachedProcess.start([browser, url]) {
@@ -20,13 +21,18 @@ struct SignInPrompts: SignInPresenter {
         }
     }
 
-    func showDeviceCode(_ code: DeviceCode) {
+    func showDeviceCode(_ code: DeviceCode) throws(AuthError) {
         var lines = ["To sign in, open \(code.verificationURI) and enter the code \(code.userCode)"]
         if let complete = code.verificationURIComplete { lines.append("Or open \(complete)") }
         // A phone's camera reads the page from the terminal; a log or a pipe has no use for it.
         if Terminal(descriptor: .standardError).isTerminal, let symbol = try? QRCode(encoding: code.verificationURIComplete ?? code.verificationURI) {
             lines += QRCodeArt.lines(for: symbol, colored: ProcessEnvironment.value("NO_COLOR") == nil)
         }
-        Output.personal(lines)
+        // Nobody can sign in with a code nobody saw: waiting for it would only end at --timeout.
+        do throws(Output.WriteFailure) {
+            try Output.personal(lines)
+        } catch {
+            throw AuthError.settingsIO("cannot show the sign-in code on standard error (\(error.errno.description)); nothing was stored")
+        }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 
-/// Faults found by probing the OpenID sign-in and the git credential helper from outside; each
-/// test fails until its fault is fixed.
-@Suite("probe findings: git-credential setup and sign-in races")
-struct ProbeFindingsTests {
+/// `git-credential setup` leaves the settings readable and unchanged when it cannot finish, and
+/// an OpenID sign-in neither undoes a change of binding made while the person was at the
+/// provider nor hangs on a redirect port another program holds.
+@Suite("git-credential setup that changes nothing when it fails, and sign-ins that race a change of binding or a port")
+struct SetupAndSignInRaceTests {
     /// A service bound to a token server (the oauth2 binding contacts nobody).
     private func boundScenario() async throws -> Scenario {
         var scenario = try await Scenario()
