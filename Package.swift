@@ -140,7 +140,7 @@ let package = Package(
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            exclude: ["Support/token_server.py", "Support/identity_provider"],
+            exclude: ["Support/token_server.py", "Support/identity_provider", "Support/scripted_provider.py", "Support/scripted_browser"],
             swiftSettings: strictSettings
         ),
     ]

@@ -270,7 +270,10 @@ extension AuthController {
             } catch {
                 throw .temporaryFailure("the sign-in was cancelled")
             }
-            switch try await client.poll(authorization) {
+            // At least a second, so a poll that starts just before the end still has a chance.
+            let end = min(codeExpiry, timeout)
+            let left = Double(end > clock() ? end - clock() : 0) / 1_000_000
+            switch try await client.poll(authorization, within: max(left, 1)) {
             case .tokens(let grant): return grant
             case .pending: wait = interval
             case .slowDown:

@@ -259,6 +259,37 @@ struct OpenIDFaultTests {
         try await expectNothingStored(scenario)
     }
 
+    @Test("the device authorization endpoint fails (69), answers nonsense (76) or too late (75): nothing stored", arguments: [
+        (#"{"status": 500, "body": "down"}"#, Int32(69)),
+        (#"{"status": 400, "json": {"error": "invalid_scope", "error_description": "no\u001b[2J such scope"}}"#, Int32(69)),
+        (#"{"status": 200, "body": "<html>device</html>"}"#, Int32(76)),
+        (#"{"oversized": 70000}"#, Int32(76)),
+        (#"{"status": 302, "headers": {"Location": "https://evil.example/"}}"#, Int32(76)),
+        (#"{"drop": true}"#, Int32(69)),
+        (#"{"delay": 5, "default": true}"#, Int32(75)),
+    ])
+    func deviceEndpointFails(_ answer: String, _ code: Int32) async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"script": {"device": [\#(answer)]}}"#)
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("--server-timeout", "2", "sign-in", "--flow", "device", "--timeout", "30")
+        #expect(run.status == code, "\(run)")
+        #expect(!run.stderr.contains("\u{1b}"), "\(run)")
+        #expect(!run.stderr.contains("To sign in, open"), "\(run)")
+        try await expectNothingStored(scenario)
+    }
+
+    @Test("a poll slower than what is left of --timeout does not hold the sign-in past it: 75 at about --timeout")
+    func slowPollAtTheDeadline() async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"pending_polls": 1000, "script": {"token": [{"delay": 9, "default": true}]}}"#)
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("--server-timeout", "10", "sign-in", "--flow", "device", "--timeout", "3")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.seconds < 6, "\(run.seconds) s for --timeout 3")
+        try await expectNothingStored(scenario)
+    }
+
     @Test("a user code with control characters and ANSI escapes is printed without them")
     func userCodeStripped() async throws {
         let provider = try await ScriptedProvider()
@@ -335,6 +366,22 @@ struct OpenIDFaultTests {
         let run = try await scenario.authctl("sign-in", "--flow", "device", "--timeout", "30")
         #expect(run.status == 76, "\(run)")
         #expect(!run.stderr.contains("\u{1b}"), "\(run)")
+        try await expectNothingStored(scenario)
+    }
+
+    @Test("userinfo failing (69) or answering nonsense (76): nothing stored", arguments: [
+        (#"{"status": 500, "body": "down"}"#, Int32(69)),
+        (#"{"status": 200, "body": "not JSON"}"#, Int32(76)),
+        (#"{"status": 200, "body": "[\"sub\"]"}"#, Int32(76)),
+        (#"{"oversized": 70000}"#, Int32(76)),
+        (#"{"status": 401, "json": {"error": "invalid_token"}}"#, Int32(76)),
+    ])
+    func userinfoFails(_ answer: String, _ code: Int32) async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"script": {"userinfo": [\#(answer)]}}"#)
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("sign-in", "--flow", "device", "--timeout", "30")
+        #expect(run.status == code, "\(run)")
         try await expectNothingStored(scenario)
     }
 
