@@ -290,6 +290,19 @@ struct OpenIDFaultTests {
         try await expectNothingStored(scenario)
     }
 
+    @Test("an interval longer than --timeout: the person still has until --timeout passes, then 75")
+    func intervalLongerThanTimeout() async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(["pending_polls": 1000, "device": ["interval": 30]])
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("sign-in", "--flow", "device", "--timeout", "3")
+        #expect(run.status == 75, "\(run)")
+        #expect(run.seconds >= 2.5, "\(run.seconds) s for --timeout 3")
+        #expect(run.seconds < 8, "\(run.seconds) s for --timeout 3")
+        #expect(try await provider.tokenRequests("device_poll").isEmpty)
+        try await expectNothingStored(scenario)
+    }
+
     @Test("a user code with control characters and ANSI escapes is printed without them")
     func userCodeStripped() async throws {
         let provider = try await ScriptedProvider()
