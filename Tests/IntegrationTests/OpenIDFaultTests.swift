@@ -43,7 +43,9 @@ struct OpenIDFaultTests {
         (#"{"discovery": {"token_endpoint": "http://idp.example.org/token"}}"#, "'token_endpoint'"),
         (#"{"discovery": {"userinfo_endpoint": "http://idp.example.org/userinfo"}}"#, "'userinfo_endpoint'"),
         (#"{"discovery": {"authorization_endpoint": null, "device_authorization_endpoint": null}}"#, "'authorization_endpoint'"),
-        (#"{"discovery": {"token_endpoint": 42}}"#, "discovery"),
+        (#"{"discovery": {"token_endpoint": 42}}"#, "'token_endpoint' is not a string"),
+        (#"{"discovery": {"issuer": ["http://127.0.0.1:1/p"]}}"#, "'issuer' is not a string"),
+        (#"{"discovery": {"authorization_response_iss_parameter_supported": "yes"}}"#, "'authorization_response_iss_parameter_supported'"),
         (#"{"script": {"discovery": [{"status": 200, "body": "<html>not JSON</html>"}]}}"#, "discovery"),
         (#"{"script": {"discovery": [{"status": 200, "body": "[1, 2]"}]}}"#, "discovery"),
         (#"{"script": {"discovery": [{"oversized": 70000}]}}"#, "64 KiB"),
@@ -187,6 +189,39 @@ struct OpenIDFaultTests {
         #expect(!run.stderr.contains("\u{1b}"), "\(run)")
         #expect(try await provider.tokenRequests("code").count == 1)
         try await expectNothingStored(scenario)
+    }
+
+    @Test("sign-in --server whose code exchange is refused keeps no binding: 77")
+    func signInWithServerRefused() async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"script": {"token": [{"status": 400, "json": {"error": "invalid_grant"}}]}}"#)
+        var scenario = try await Scenario()
+        scenario.extraEnvironment["BROWSER"] = ScriptedProvider.browser
+        let run = try await scenario.authctl("sign-in", "--server", provider.issuer, "--protocol", "oidc", "--client-id", ScriptedProvider.clientID,
+                                             "--timeout", "30")
+        #expect(run.status == 77, "\(run)")
+        try await expectNothingStored(scenario, bound: false)
+    }
+
+    @Test("verify against a provider that now misbehaves: its exit code, and the session as it was", arguments: [
+        (#"{"callback": [["code", "$code"], ["state", "$state"], ["iss", "http://127.0.0.1:1/p"]]}"#, Int32(76)),
+        (#"{"callback": [["error", "access_denied"], ["state", "$state"]]}"#, Int32(77)),
+        (#"{"script": {"token": [{"status": 500, "body": "down"}]}}"#, Int32(69)),
+        (#"{"userinfo": {"email": "grace@example.org", "sub": "sub-grace"}}"#, Int32(77)),
+    ])
+    func verifyFaults(_ configuration: String, _ code: Int32) async throws {
+        let provider = try await ScriptedProvider()
+        let scenario = try await bound(provider)
+        #expect(try await scenario.authctl("sign-in", "--timeout", "30").status == 0)
+        let before = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
+        try await provider.configure(json: configuration)
+        let run = try await scenario.authctl("verify", "--timeout", "30")
+        #expect(run.status == code, "\(run)")
+        let after = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
+        #expect(after.stdout == before.stdout)
+        let status = try await scenario.authctl("status", "--json")
+        #expect(status.status == 0, "\(status)")
+        #expect(status.stdout.contains("\"sequence\":1"), "\(status)")
     }
 
     // MARK: - The device flow
