@@ -136,6 +136,25 @@ struct OpenIDFaultTests {
         #expect(try await provider.count("userinfo") == 1)
     }
 
+    @Test("every request authctl sends the provider carries Accept and User-Agent; refresh and revocation carry the client id")
+    func requestHeaders() async throws {
+        let provider = try await ScriptedProvider()
+        let scenario = try await bound(provider)
+        #expect(try await scenario.authctl("sign-in", "--timeout", "30").status == 0)
+        #expect(try await scenario.authctl("token", "--refresh").status == 0)
+        #expect(try await scenario.authctl("sign-out").status == 0)
+        // The authorization request is the browser's, not authctl's.
+        let sent = try await provider.log().filter { $0["endpoint"] as? String != "authorize" }
+        #expect(Set(sent.compactMap { $0["endpoint"] as? String }) == ["discovery", "token", "userinfo", "revoke"])
+        #expect(sent.allSatisfy { $0["accept"] as? String == "application/json" }, "\(sent)")
+        #expect(sent.allSatisfy { ($0["userAgent"] as? String)?.hasPrefix("authctl/") == true }, "\(sent)")
+        let refresh = try await provider.tokenRequests("refresh").first?["fields"] as? [String: String]
+        #expect(refresh?["client_id"] == ScriptedProvider.clientID, "\(refresh ?? [:])")
+        let revoke = try await provider.log().first { $0["endpoint"] as? String == "revoke" }?["fields"] as? [String: String]
+        #expect(revoke?["token"]?.hasPrefix("refresh-") == true, "\(revoke ?? [:])")
+        #expect(revoke?["client_id"] == ScriptedProvider.clientID, "\(revoke ?? [:])")
+    }
+
     @Test("mix-up and broken callbacks (RFC 9207): iss missing when announced, another iss, no code, two codes, an error", arguments: [
         (true, #"[["code", "$code"], ["state", "$state"]]"#, Int32(76), "'iss'"),
         (true, #"[["code", "$code"], ["state", "$state"], ["iss", "http://127.0.0.1:1/p"]]"#, Int32(76), "other than"),

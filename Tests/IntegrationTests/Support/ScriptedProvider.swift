@@ -66,7 +66,7 @@ final class ScriptedProvider: @unchecked Sendable {
     }
 
     /// Every request so far: `endpoint` (discovery, jwks, authorize, token, device, userinfo,
-    /// revoke), `method`, `query`, `fields` (the form), `authorization`, `time` (seconds since the
+    /// revoke), `method`, `query`, `fields` (the form), `authorization`, `accept`, `userAgent`, `time` (seconds since the
     /// epoch, when it arrived), and for the token endpoint `grant` (code, device_poll, refresh) and
     /// `answered` (`tokens`, or the status of a scripted answer).
     func log() async throws -> [[String: Any]] {

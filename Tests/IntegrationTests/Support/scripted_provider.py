@@ -156,7 +156,8 @@ class Handler(BaseHTTPRequestHandler):
         fields = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
         with lock:
             entry = {"endpoint": endpoint or path, "method": method, "path": path, "query": query, "fields": fields,
-                     "authorization": self.headers.get("Authorization"), "time": time.time()}
+                     "authorization": self.headers.get("Authorization"), "accept": self.headers.get("Accept"),
+                     "userAgent": self.headers.get("User-Agent"), "time": time.time()}
             if endpoint == "token":
                 grant = fields.get("grant_type")
                 entry["grant"] = {"authorization_code": "code", "refresh_token": "refresh",
