@@ -174,6 +174,16 @@ urllib.request.urlopen(urllib.request.Request({url.replace('/oauth/token', '/_co
                    stdout=subprocess.DEVNULL)
     token = lambda: run([AUTHCTL, "--service", "bench-remote", "token"])[0]
     status = lambda: run([AUTHCTL, "status"])[0]
+    # git's credential helper for the token server's host, its git configuration a throwaway file.
+    host = url.split("/")[2]
+    git_config = os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "bench-gitconfig")
+    subprocess.run([AUTHCTL, "git-credential", "setup", "http://" + host], env=dict(remote, GIT_CONFIG_GLOBAL=git_config), check=True,
+                   stdout=subprocess.DEVNULL)
+    git_request = f"protocol=http\nhost={host}\n\n".encode()
+    answer = subprocess.run([AUTHCTL, "--service", "bench-remote", "git-credential", "get"], input=git_request, env=ENV,
+                            capture_output=True, check=True).stdout
+    assert b"\npassword=" in answer, answer
+    git_credential = lambda: run([AUTHCTL, "--service", "bench-remote", "git-credential", "get"], stdin=git_request)[0]
     # The floor: the one SearchItems call `status` needs, made by libdbus's own client.
     search_items = ["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
                     "org.freedesktop.Secret.Service.SearchItems", f"dict:string:string:service,{SERVICE},account,{ACCOUNT}"]
@@ -183,6 +193,8 @@ urllib.request.urlopen(urllib.request.Request({url.replace('/oauth/token', '/_co
         compare("`authctl status` vs `secret-tool lookup` (goal ≤ 0.8)", status,
                 lambda: run(["secret-tool", "lookup", "service", SERVICE, "account", ACCOUNT])[0]),
         compare("`authctl token` (fresh, no request) vs `secret-tool lookup` of the same item (goal ≤ 0.9)", token,
+                lambda: run(["secret-tool", "lookup", "service", "bench-remote", "account", ACCOUNT, "server", url])[0]),
+        compare("`authctl git-credential get` (fresh) vs `secret-tool lookup` of the same item (goal ≤ 1.0)", git_credential,
                 lambda: run(["secret-tool", "lookup", "service", "bench-remote", "account", ACCOUNT, "server", url])[0]),
     ]
     if BASELINE:

@@ -1,7 +1,7 @@
 public import FoundationEssentials
 
 /// Sessions of a service bound to a token server: the password goes to the server, the tokens
-/// to the keyring, and ``accessToken(minValid:forceRefresh:)`` hands out a fresh access token,
+/// to the keyring, and ``accessToken(minValid:forceRefresh:checkingIDToken:)`` hands out a fresh access token,
 /// refreshing it at most once per call and, across every process and task, one refresh at a
 /// time.
 ///
@@ -9,7 +9,7 @@ public import FoundationEssentials
 /// answer is stored under the lock afterwards. The blocking steps around each request run
 /// through `offload(_:)`.
 extension AuthController {
-    /// An access token ready for use, as ``accessToken(minValid:forceRefresh:)`` and the D-Bus
+    /// An access token ready for use, as ``accessToken(minValid:forceRefresh:checkingIDToken:)`` and the D-Bus
     /// method `GetToken` of `serve` hand it out.
     public struct AccessToken: Equatable, Sendable {
         /// The signed-in account the token belongs to.
@@ -289,6 +289,8 @@ extension AuthController {
         }
         let grant: TokenGrant
         do {
+            // A stopping `serve` sends no new request; one already sent is awaited and stored.
+            try RefreshGate.checkOpen()
             grant = try await tokenClients(binding).refresh(session.tokens)
         } catch {
             return try await offload { () throws(AuthError) in try self.refreshFailed(error, session) }

@@ -84,6 +84,7 @@ extension AuthController {
                                        after: record.sequence, skipping: change.events.count, previousUser: previous))
         change.record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
                                       sequence: change.events.last!.sequence, binding: binding, tokenTimes: tokenTimes)
+        change.record?.gitHosts = record.gitHosts
         return change
     }
 

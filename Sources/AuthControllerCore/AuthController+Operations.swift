@@ -87,7 +87,7 @@ extension AuthController {
     /// settings lock is taken. The D-Bus method `SignOut` of `serve` calls it.
     ///
     /// A bound service's sign-out first waits for a token refresh under way (the refresh
-    /// lock, as ``accessToken(minValid:forceRefresh:)`` takes it), so the refresh token it
+    /// lock, as ``accessToken(minValid:forceRefresh:checkingIDToken:)`` takes it), so the refresh token it
     /// revokes is the newest one.
     @discardableResult
     public func signOut(keepingCredentials: Bool) async throws(AuthError) -> ChangeOutcome {

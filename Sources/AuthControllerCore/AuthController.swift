@@ -29,7 +29,10 @@ public final class AuthController: Sendable {
     let broadcaster: any EventBroadcaster
     let observers: [any LoginEventObserver]
     let clock: @Sendable () -> UInt64
-    let subscribers = Mutex<(next: Int, continuations: [Int: AsyncStream<LoginEvent>.Continuation])>((0, [:]))
+    // A list, not a dictionary keyed by id: destroying a `[Int: …]`, even an empty one, makes the
+    // runtime check that `Int` is `Hashable` — a scan of every protocol-conformance record in the
+    // binary — when a command's controller goes away.
+    let subscribers = Mutex<(next: Int, continuations: [(id: Int, continuation: AsyncStream<LoginEvent>.Continuation)])>((0, []))
     /// Makes the token client of a binding (bound services only).
     let tokenClients: @Sendable (ServerBinding) -> any TokenClient
     /// The refresh of this controller's service in flight in this process, if any.
@@ -138,18 +141,18 @@ public final class AuthController: Sendable {
         let (stream, continuation) = AsyncStream<LoginEvent>.makeStream()
         let id = subscribers.withLock { state in
             state.next += 1
-            state.continuations[state.next] = continuation
+            state.continuations.append((state.next, continuation))
             return state.next
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
+            self?.subscribers.withLock { $0.continuations.removeAll { $0.id == id } }
         }
         return stream
     }
 
     /// Posts in-process, after the lock is released, so an observer may call the controller.
     func post(_ events: [LoginEvent]) {
-        let continuations = subscribers.withLock { Array($0.continuations.values) }
+        let continuations = subscribers.withLock { $0.continuations.map(\.continuation) }
         for event in events {
             for observer in observers { observer.observe(event, from: self) }
             for continuation in continuations { continuation.yield(event) }

@@ -46,3 +46,45 @@ static void authctl_disable_interactive_backtraces(int argc, char **argv, char *
     // Should exec fail (no /proc), the process goes on as it is.
     free(environment);
 }
+
+// The program's arguments, for Swift's `CommandLine`.
+//
+// On Linux the Swift runtime finds `argv` for `CommandLine.arguments` with a global initialiser
+// of its own (`ArgvGrabber`, in the runtime's CommandLine.cpp) that, at every start, reads
+// /proc/self/maps line by line with `sscanf` to find the stack, then walks back from `environ`:
+// about 0.25 M instructions and a dozen system calls, and the kernel writes out a line for each
+// of the ~115 mappings of a process with fifteen shared libraries. glibc hands the arguments to
+// initialisers directly (as above), so they are kept here, and the runtime's function that
+// `CommandLine` asks for them is this one: its object file is then never taken from the static
+// runtime's archive, and its initialiser never runs. Should a runtime rename the function, the
+// archive's version comes back and only the time is lost.
+static char **startArguments;
+static int startArgumentCount;
+
+__attribute__((constructor))
+static void authctl_keep_arguments(int argc, char **argv, char **envp) {
+    (void)envp;
+    startArgumentCount = argc;
+    startArguments = argv;
+}
+
+// The runtime's `_swift_stdlib_getUnsafeArgvArgc` (Swift calling convention): the argument
+// vector, with its length in `outArgLen`; it stays valid for the life of the process.
+__attribute__((swiftcall))
+char **_swift_stdlib_getUnsafeArgvArgc(int *outArgLen) {
+    static char *noArguments[] = { NULL };
+    if (startArguments == NULL) {
+        *outArgLen = 0;
+        return noArguments;
+    }
+    *outArgLen = startArgumentCount;
+    return startArguments;
+}
+
+// Its companion in the same object file, which lets a host override the arguments (the
+// interpreter's immediate mode); kept so that nothing can pull the runtime's object back in.
+__attribute__((swiftcall))
+void _swift_stdlib_overrideUnsafeArgvArgc(char **argv, int argc) {
+    startArguments = argv;
+    startArgumentCount = argc;
+}

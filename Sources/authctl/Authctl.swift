@@ -17,7 +17,7 @@ struct Authctl: AsyncParsableCommand {
         // Every command names itself (`commandName:`): a name derived from the type goes through
         // `String(describing:)` of the type, whose dynamic casts scan every protocol-conformance
         // record in the binary, about 0.7 M instructions a command at each start.
-        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self,
+        subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self, GitCredential.self,
                       Server.self, Watch.self, Serve.self, Sandbox.self, DoctorCommand.self]
     )
 
@@ -64,9 +64,15 @@ struct Authctl: AsyncParsableCommand {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
         }
         do {
-            if let command = FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
+            switch FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
+            case .synchronous(let command)?:
+                try command()
+                ExitStatus.exit(ExitStatus.success)
+            case .asynchronous(let command)?:
                 try await command()
                 ExitStatus.exit(ExitStatus.success)
+            case nil:
+                break
             }
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {

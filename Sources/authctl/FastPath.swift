@@ -1,4 +1,4 @@
-/// `status`, `whoami` and `token`, which scripts run in loops (`authctl status && …`,
+/// `status`, `whoami`, `token` and `git-credential get`, which scripts and git run in loops (`authctl status && …`,
 /// `curl -H "Authorization: Bearer $(authctl token)"`), with nothing but their plain options:
 /// read here directly instead of through swift-argument-parser, which builds its model of every
 /// option by reflection and generic metadata at each start — about 10 M instructions, most of
@@ -9,13 +9,25 @@
 /// those and the command's own flags. Anything else — help, another option, a mistake — goes
 /// through ArgumentParser, which gives the same command the same meaning and says what is wrong.
 enum FastPath {
+    /// A command read on this path, ready to run.
+    enum Command {
+        /// `status` and `whoami`, which never wait on anything but their own blocking calls: run
+        /// where `main` is, on the main thread, before its first suspension. Awaited, they would
+        /// hop to the concurrency runtime's thread pool and back (two threads started and two
+        /// thread switches, for a command that does nothing concurrently).
+        case synchronous(() throws -> Void)
+        /// `token`, which listens for signals while its call runs.
+        case asynchronous(() async throws -> Void)
+    }
+
     /// The command the arguments (without the program's name) ask for, when this path can read
     /// them; `nil` sends them to ArgumentParser.
-    static func command(for arguments: [String]) -> (() async throws -> Void)? {
+    static func command(for arguments: [String]) -> Command? {
         var global = GlobalSettings()
         var command: String?
-        var flags: Set<String> = []
+        var flags: [String] = []
         var minValid: UInt64?
+        var gitOperation: String?
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
@@ -35,42 +47,58 @@ enum FastPath {
                 guard !global.noPrompt else { return nil }
                 global.noPrompt = true
             } else if command == nil {
-                guard Self.flags[argument] != nil else { return nil }
+                guard Self.flags(of: argument) != nil else { return nil }
                 command = argument
+            } else if command == "git-credential" && gitOperation == nil && (argument == "get" || argument == "store" || argument == "erase") {
+                gitOperation = argument
             } else if command == "token" && argument == "--min-valid" {
                 // Plain digits only, within the option's limit; any other spelling is
                 // ArgumentParser's to read or refuse.
                 guard minValid == nil, index < arguments.endIndex, let value = arguments[index].plainSeconds else { return nil }
                 minValid = value
                 index += 1
-            } else if let accepted = Self.flags[command!], accepted.contains(argument) {
+            } else if let accepted = Self.flags(of: command!), accepted.contains(argument) {
                 // `-q` and `--quiet` are one flag.
                 let flag = argument == "-q" ? "--quiet" : argument
-                guard flags.insert(flag).inserted else { return nil }
+                guard !flags.contains(flag) else { return nil }
+                flags.append(flag)
             } else {
                 return nil
             }
         }
         switch command {
         case "status":
-            return { [global, flags] in try Status.report(global, json: flags.contains("--json"), quiet: flags.contains("--quiet")) }
+            return .synchronous { [global, flags] in try Status.report(global, json: flags.contains("--json"), quiet: flags.contains("--quiet")) }
         case "whoami":
-            return { [global, flags] in try WhoAmI.report(global, json: flags.contains("--json")) }
+            return .synchronous { [global, flags] in try WhoAmI.report(global, json: flags.contains("--json")) }
         case "token":
-            return { [global, flags] in
+            return .asynchronous { [global, flags] in
                 try await Token.report(global, minValid: minValid ?? 60, refresh: flags.contains("--refresh"), json: flags.contains("--json"))
             }
+        case "git-credential":
+            guard let gitOperation else { return nil }
+            return .asynchronous { [global] in try await GitCredential.answer(global, operation: gitOperation) }
         default:
             return nil
         }
     }
 
-    /// The commands this path reads, with the flags each takes.
-    private static let flags: [String: Set<String>] = [
-        "status": ["--json", "--quiet", "-q"],
-        "whoami": ["--json"],
-        "token": ["--json", "--refresh"],
-    ]
+    /// The flags `command` takes, when it is one of the commands this path reads.
+    ///
+    /// A `switch` and arrays, not a dictionary of sets: a `Set<String>` or `[String: …]` makes the
+    /// runtime check at first use that `String` is `Hashable`, a scan of every protocol-conformance
+    /// record in the binary (about 0.3 M instructions, a twentieth of what `status` runs); three
+    /// commands and five flags need no hashing.
+    private static func flags(of command: String) -> [String]? {
+        switch command {
+        case "status": ["--json", "--quiet", "-q"]
+        case "whoami": ["--json"]
+        case "token": ["--json", "--refresh"]
+        // git runs its helper at every fetch and push: `git-credential get` (or store, erase).
+        case "git-credential": []
+        default: nil
+        }
+    }
 }
 
 private extension String {

@@ -76,9 +76,11 @@ struct DemoTests {
         #expect(run.stdout.hasPrefix("No desktop keyring is reachable: running the demo in a throwaway one (authctl sandbox)."), "\(run)")
 
         let remoteStart = try #require(run.stdout.range(of: "--- A remote account"), "\(run)")
-        let serveStart = try #require(run.stdout.range(of: "--- authctl serve", range: remoteStart.upperBound..<run.stdout.endIndex), "\(run)")
+        let openIDStart = try #require(run.stdout.range(of: "--- OpenID Connect", range: remoteStart.upperBound..<run.stdout.endIndex), "\(run)")
+        let serveStart = try #require(run.stdout.range(of: "--- authctl serve", range: openIDStart.upperBound..<run.stdout.endIndex), "\(run)")
         let local = run.stdout[..<remoteStart.lowerBound]
-        let remote = run.stdout[remoteStart.upperBound..<serveStart.lowerBound]
+        let remote = run.stdout[remoteStart.upperBound..<openIDStart.lowerBound]
+        let openID = run.stdout[openIDStart.upperBound..<serveStart.lowerBound]
         let serve = run.stdout[serveStart.upperBound...]
         // The local round trip as `watch --json` received it.
         for reason in ["initial", "sign-in", "switch", "sign-out"] {
@@ -87,6 +89,10 @@ struct DemoTests {
         // The remote account's session ends when the server refuses the refresh token.
         #expect(remote.contains(#""reason":"sign-in""#), "\(remote)")
         #expect(remote.contains(#""reason":"expired""#), "\(remote)")
+        // The OpenID Connect part: one sign-in in the browser (Ada), one with a device code (Grace).
+        #expect(openID.contains("Signed in to io.github.authctl.demo-oidc as ada@example.org."), "\(openID)")
+        #expect(openID.contains("\"nonce\":"), "the ID token's claims: \(openID)")
+        #expect(openID.contains("Signed in to io.github.authctl.demo-oidc as grace@example.org."), "\(openID)")
         // serve answers GetStatus for the demo's service, and its object announces the change.
         #expect(serve.contains("io.github.authctl.AuthController1.GetStatus"), "\(serve)")
         #expect(serve.contains("'user': <'alice@example.org'>"), "\(serve)")

@@ -66,7 +66,7 @@ struct IdentityProviderTests {
         #expect(try await provider.count("device_poll") == 2)
     }
 
-    @Test("the browser stand-in, started as authctl starts BROWSER, signs in and comes back with a code that the token endpoint takes")
+    @Test("the browser stand-in, started as authctl starts BROWSER, signs in and comes back with a code that the token endpoint takes (and a parameter added on the way)")
     func browserFlow() async throws {
         let provider = try await IdentityProvider()
         // A fixed PKCE pair: the challenge is the S256 of the verifier.
@@ -87,7 +87,7 @@ struct IdentityProviderTests {
         browser.executableURL = URL(fileURLWithPath: IdentityProvider.browserStandIn)
         browser.arguments = [try #require(authorization.url?.absoluteString)]
         browser.environment = ProcessInfo.processInfo.environment.merging(
-            try IdentityProvider.browserEnvironment(result: result, person: IdentityProvider.grace)) { $1 }
+            try IdentityProvider.browserEnvironment(result: result, person: IdentityProvider.grace, callbackChanges: ["extra": "a+b"])) { $1 }
         browser.standardInput = FileHandle.nullDevice
         try browser.run()
         #expect(await eventually(within: .seconds(30)) { IdentityProvider.standInOutcome(at: result) != nil })
@@ -96,6 +96,7 @@ struct IdentityProviderTests {
         let query = Dictionary((callback.queryItems ?? []).map { ($0.name, $0.value ?? "") }) { $1 }
         #expect(query["state"] == "the-state")
         #expect(query["iss"] == provider.issuer)
+        #expect(query["extra"] == "a+b")
         let (status, tokens) = try await json(provider.tokenEndpoint, form: [
             "grant_type": "authorization_code", "code": query["code"] ?? "", "redirect_uri": redirectURI,
             "client_id": IdentityProvider.browserClientID, "code_verifier": verifier,

@@ -1,6 +1,9 @@
 import DesktopSandbox
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Signing in at a real OpenID Connect provider (django-oauth-toolkit) in the browser: PKCE,
 /// the loopback listener, the verified ID token. The person's browser is the browser stand-in
@@ -110,6 +113,50 @@ struct OpenIDBrowserFlowTests {
         #expect(probe.stdout == "000", "\(probe)")
     }
 
+    @Test("SIGTERM, SIGINT or SIGHUP while the person is at the provider: nothing stored, the listener gone", arguments: [SIGTERM, SIGINT, SIGHUP])
+    func signalDuringWait(_ signal: Int32) async throws {
+        let provider = try await IdentityProvider()
+        let (scenario, _) = try await bound(provider, decision: .ignore)
+        let signIn = try await scenario.start(["sign-in", "--timeout", "60"])
+        #expect(await eventually(within: .seconds(30)) { signIn.stderr.contains("continue in your browser at ") })
+        // The stand-in reached the provider, so the listener is up and the person is "there".
+        var redirect: String?
+        _ = await eventually(within: .seconds(30)) {
+            let asked = (try? await provider.log())?.contains { $0["endpoint"] as? String == "authorize" } ?? false
+            if asked { redirect = try? await authorizationQuery(provider)["redirect_uri"] }
+            return redirect != nil
+        }
+        signIn.signal(signal)
+        let run = await signIn.wait()
+        #expect(run.status == 128 + signal, "\(run)")
+        #expect(try await scenario.authctl("status").status == 1)
+        let redirectURI = try #require(redirect)
+        let port = try #require(URLComponents(string: redirectURI)?.port)
+        let probe = try await runProcess(try which("curl", package: "curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/callback"],
+                                         input: nil, environment: [:], timeout: 10)
+        #expect(probe.stdout == "000", "\(probe)")
+        let settings = (try? String(contentsOfFile: scenario.settingsFile, encoding: .utf8)) ?? ""
+        #expect(!settings.contains("user="))
+    }
+
+    @Test("--redirect-port fixes the loopback port of the redirect URI")
+    func redirectPort() async throws {
+        let provider = try await IdentityProvider()
+        // A port nothing listens on now: the system's choice, given back.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        close(listener)
+        let (scenario, _) = try await bound(provider, extra: ["--redirect-port", "\(port)"])
+        let run = try await scenario.authctl("sign-in", "--timeout", "60")
+        #expect(run.status == 0, "\(run)")
+        #expect(try await authorizationQuery(provider)["redirect_uri"] == "http://127.0.0.1:\(port)/callback")
+        #expect(try await scenario.authctl("server", "show", "--json").stdout.contains("\"redirectPort\":\(port)"))
+    }
+
     @Test("another local process knocking with a wrong state, another path or a POST gets 400, and the sign-in goes on")
     func knocking() async throws {
         let provider = try await IdentityProvider()
@@ -186,15 +233,20 @@ struct OpenIDBrowserFlowTests {
         let (scenario, _) = try await bound(provider)
         #expect(try await scenario.authctl("sign-in", "--timeout", "60").status == 0)
         let before = try await scenario.authctl("token")
-        let runs = try await withThrowingTaskGroup(of: Run.self) { group in
-            for _ in 0..<8 { group.addTask { try await scenario.authctl("token", "--refresh") } }
-            return try await group.reduce(into: [Run]()) { $0.append($1) }
-        }
+        // The provider answers refreshes after 3 s: all eight have read the session before the
+        // first refresh is answered, so each --refresh is one of the concurrent ones.
+        try await provider.configure(["REFRESH_DELAY_SECONDS": 3])
+        // Started at once, not through the suite's limit on processes running together.
+        var started: [Spawned] = []
+        for _ in 0..<8 { started.append(try await scenario.start(["token", "--refresh"])) }
+        var runs: [Run] = []
+        for process in started { runs.append(await process.wait()) }
         for run in runs { #expect(run.status == 0, "\(run)") }
         // Each --refresh that found a token newer than the one it saw uses it: all the same.
         #expect(Set(runs.map(\.output)).count == 1, "\(runs.map(\.output))")
         #expect(runs[0].output != before.output)
         #expect(try await provider.count("refresh") == 1)
+        try await provider.configure(["REFRESH_DELAY_SECONDS": 0])
         let afterwards = try await scenario.authctl("token", "--refresh")
         #expect(afterwards.status == 0, "\(afterwards)")
         #expect(try await provider.liveRefreshTokens()["ada"] == 1)

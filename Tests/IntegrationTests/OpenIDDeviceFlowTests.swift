@@ -8,22 +8,12 @@ struct OpenIDDeviceFlowTests {
     /// A scenario bound to `provider` for its device client.
     private func bound(_ provider: IdentityProvider, _ extra: [String] = []) async throws -> Scenario {
         let scenario = try await Scenario()
-        let run = try await scenario.authctl(["server", "set", provider.issuer, "--protocol", "oidc", "--client-id", IdentityProvider.deviceClientID,
-                                              "--device-authorization-url", provider.deviceAuthorizationEndpoint] + extra)
-        #expect(run.status == 0, "\(run)")
+        try await scenario.bindDeviceClient(of: provider, extra)
         return scenario
     }
 
-    /// Starts `sign-in --flow device`, waits for its first line, and returns the process and
-    /// the verification URI and user code it printed.
     private func startDeviceSignIn(_ scenario: Scenario, _ extra: [String] = []) async throws -> (Spawned, uri: String, code: String) {
-        let signIn = try await scenario.start(["sign-in", "--flow", "device"] + extra)
-        let printed = await eventually(within: .seconds(30)) { signIn.stderr.contains(" and enter the code ") }
-        let line = try #require(signIn.stderr.split(separator: "\n").first { $0.hasPrefix("To sign in, open ") }, "\(signIn.stderr)")
-        #expect(printed)
-        let rest = line.dropFirst("To sign in, open ".count)
-        let parts = rest.components(separatedBy: " and enter the code ")
-        return (signIn, parts[0], parts[1])
+        try await scenario.startDeviceSignIn(extra)
     }
 
     @Test("server set discovers the endpoints and keeps them; server show --json names the issuer")
@@ -81,6 +71,8 @@ struct OpenIDDeviceFlowTests {
         #expect(uri == provider.verificationPage)
         #expect(signIn.stderr.contains("\nOr open \(provider.verificationPage)?user_code=\(code)\n"))
         #expect(!signIn.stderr.contains("authctl: "))
+        // Not a terminal: no QR code.
+        #expect(!signIn.stderr.contains("\u{2580}") && !signIn.stderr.contains("\u{2588}"))
         let (decided, outcome) = try await provider.approveDevice(verificationURI: uri, userCode: code)
         #expect(decided, "\(outcome)")
         let run = await signIn.wait()
@@ -105,6 +97,23 @@ struct OpenIDDeviceFlowTests {
         #expect(refreshed.status == 0, "\(refreshed)")
         #expect(refreshed.output != token.output, "\(refreshed)")
         #expect(try await provider.count("refresh") == 1)
+    }
+
+    @Test("at a terminal, a QR code of the complete verification page follows the two lines")
+    func qrCodeAtTerminal() async throws {
+        let provider = try await IdentityProvider()
+        let scenario = try await bound(provider)
+        let terminal = try PseudoTerminal()
+        let signIn = try await Spawned(Scenario.binary, ["sign-in", "--flow", "device", "--timeout", "60"], input: nil,
+                                       environment: scenario.environment, terminal: terminal.slave)
+        try #require(await terminal.read(within: .seconds(30)) { $0.contains("\u{2580}") || $0.contains("\u{2584}") }, "no QR code: \(terminal.screen)")
+        let screen = terminal.screen
+        let line = try #require(screen.split(separator: "\r\n").first { $0.hasPrefix("To sign in, open ") })
+        let code = String(line.split(separator: " ").last!)
+        #expect(screen.contains("Or open \(provider.verificationPage)?user_code=\(code)\r\n"))
+        let (decided, _) = try await provider.approveDevice(verificationURI: provider.verificationPage, userCode: code)
+        #expect(decided)
+        #expect(await signIn.wait().status == 0)
     }
 
     @Test("the person refuses: 77, nothing stored, no event")

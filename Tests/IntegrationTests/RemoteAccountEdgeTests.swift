@@ -94,6 +94,7 @@ struct RemoteAccountEdgeTests {
         #expect(run.seconds > 5.9, "\(run)")
 
         try await sleepUntilWallClock(expiresAt + 1_000_000)
+        #expect(processExists(holder.pid), "the lock holder is gone: \(holder.stderr)")
         run = try await scenario.authctl("--server-timeout", "1", "token")
         #expect(run.status == 75, "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")

@@ -6,8 +6,8 @@ import Musl
 package import SystemPackage
 
 /// Thin adapters over the system calls the settings store and the sandbox need: swift-system's
-/// where it has them (`open`, `read`, `write`, `close`, `stat`), the C functions where it does
-/// not. Every failure is swift-system's `Errno`, the one errno type of this package; the C
+/// where it has them (`open`, `read`, `write`, `close`, `fstat`), the C functions where it does
+/// not, and `lstat` (see ``Posix/lstatus(_:)``). Every failure is swift-system's `Errno`, the one errno type of this package; the C
 /// convention "-1 and `errno`" becomes one in exactly one helper, ``Posix/check(_:)``.
 package enum Posix {
     /// What a failing call throws.
@@ -49,16 +49,26 @@ package enum Posix {
             mode = status.mode.rawValue
             owner = status.userID.rawValue
         }
+
+        init(_ status: stat) {
+            mode = status.st_mode
+            owner = status.st_uid
+        }
     }
 
     /// What is at `path`, the link itself for a symbolic link; `nil` when nothing is there.
     /// The corresponding C function is `lstat`.
     static func lstatus(_ path: String) throws(Errno) -> FileStatus? {
+        // The C function, not swift-system's `FilePath.stat`: that one has the runtime check, at
+        // its first call, that `Errno` is an `Error` — a scan of every protocol-conformance record
+        // in the binary, in the start-up of every command (the settings directory is checked first).
+        var status = stat()
         do {
-            return FileStatus(try FilePath(path).stat(followTargetSymlink: false))
+            try check { Glibc.lstat(path, &status) }
         } catch .noSuchFileOrDirectory {
             return nil
         }
+        return FileStatus(status)
     }
 
     /// The corresponding C function is `fstat`.

@@ -32,6 +32,15 @@ package enum ProcessEnvironment {
         return (outputClosed, ())
     }
 
+    /// The absolute path of the running program (`/proc/self/exe`); `nil` when it cannot be read.
+    /// The corresponding C function is `readlink`.
+    package static var executablePath: String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The value of an environment variable; `nil` when it is unset or empty.
     /// The corresponding C function is `getenv`.
     package static func value(_ name: String) -> String? {

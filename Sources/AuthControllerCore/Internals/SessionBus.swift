@@ -13,7 +13,10 @@ final class SessionBus: Sendable {
 
     private init(address: String?) { self.address = address }
 
-    private static let sessions = Mutex<[String: SessionBus]>([:])
+    // A list, not a dictionary keyed by address: a process talks to one bus, two at most, and a
+    // `[String: …]` makes the runtime check at its first use that `String` is `Hashable` — a scan
+    // of every protocol-conformance record in the binary, in every command's start-up.
+    private static let sessions = Mutex<[SessionBus]>([])
 
     /// The process's one session for `address`, so that every store and broadcaster of a
     /// process shares one connection per bus (each new connection costs an authentication and
@@ -21,9 +24,9 @@ final class SessionBus: Sendable {
     static func shared(address: String?) -> SessionBus {
         sessions.withLock { sessions in
             let key = address ?? ""
-            if let session = sessions[key] { return session }
+            if let session = sessions.first(where: { ($0.address ?? "") == key }) { return session }
             let session = SessionBus(address: address)
-            sessions[key] = session
+            sessions.append(session)
             return session
         }
     }

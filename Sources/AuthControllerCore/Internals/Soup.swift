@@ -1,6 +1,5 @@
 internal import CGLib
 internal import CLibsoup
-import Dispatch
 
 /// One request through libsoup-3.0 (loaded on first use, see `CLibsoup/shim.h`): no redirect
 /// followed, TLS verified by GIO against the system store, at most ``maximumAnswerSize`` bytes
@@ -92,19 +91,14 @@ public struct SoupTransport: HTTPTransport {
     /// The transport; libsoup-3.0 is loaded only by the first request.
     public init() {}
 
-    /// Sends the request on a Dispatch thread, off the cooperative pool, and suspends until the answer or the deadline. Without
-    /// libsoup-3.0 installed this is ``AuthError/unavailable(_:detail:)-enum.case``. The corresponding
-    /// C function is `soup_session_send`.
+    /// Sends the request on a thread of its own (`offload`), off the cooperative pool, and
+    /// suspends until the answer or the deadline. Without libsoup-3.0 installed this is
+    /// ``AuthError/unavailable(_:detail:)-enum.case``. The corresponding C function is
+    /// `soup_session_send`.
     public func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPResponse, AuthError>, Never>) in
-            DispatchQueue.global().async {
-                do throws(AuthError) {
-                    continuation.resume(returning: .success(try Soup.send(request, timeout: timeout)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        // Not Dispatch's global queue: it has about one thread per core, so requests that wait
+        // for their servers queued behind each other (`serve` refreshing many services at once
+        // sent two or three at a time on a two-core machine).
+        try await offload { () throws(AuthError) in try Soup.send(request, timeout: timeout) }
     }
 }

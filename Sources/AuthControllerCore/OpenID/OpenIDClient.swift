@@ -89,11 +89,12 @@ struct OpenIDClient: Sendable {
         guard let expiresIn = answer.expires_in, expiresIn.isFinite, expiresIn > 0 else { throw refuse("without a positive expires_in") }
         let interval = answer.interval ?? 5
         guard interval.isFinite, interval >= 0 else { throw refuse("with an interval that is not a non-negative number") }
+        // At least a second between polls, whatever the provider says; never sooner than it asks.
         return DeviceAuthorization(
             deviceCode: deviceCode,
             code: DeviceCode(verificationURI: verification, userCode: userCode,
                              verificationURIComplete: answer.verification_uri_complete.flatMap(Self.webURL)),
-            expiresIn: TokenExchange.seconds(expiresIn), interval: max(1, min(TokenExchange.seconds(interval), 60)))
+            expiresIn: TokenExchange.seconds(expiresIn), interval: max(1, min(TokenExchange.seconds(interval), 86_400)))
     }
 
     /// What one poll of the token endpoint found.
@@ -183,14 +184,22 @@ struct OpenIDClient: Sendable {
         return SignedInIdentity(account: account, subject: subject, email: email, name: name)
     }
 
-    /// The claims of `idToken` once its signature and claims check out. The signing keys are
-    /// fetched for each verification (a sign-in, a verify or a refresh is seldom enough).
-    func verified(_ idToken: String, nonce: String?, clockOffset: Int64) async throws(AuthError) -> Claims {
-        let keys = try await signingKeys()
+    /// The claims of `idToken` once its signature and claims check out — and, for a refresh,
+    /// once its `iss`, `aud` and `sub` are those of `stored`'s. The signing keys are fetched for
+    /// each verification (a sign-in, a verify or a refresh is seldom enough), and once more when
+    /// the token names a key they lack: the provider may have rotated its keys.
+    func verified(_ idToken: String, nonce: String?, clockOffset: Int64, refreshing stored: String? = nil) async throws(AuthError) -> Claims {
+        var keys = try await signingKeys()
+        if let keyID = IDToken.keyID(of: idToken), !keys.hasKey(id: keyID) { keys = try await signingKeys() }
         // As for token times: a server clock more than the longest span away is ignored.
         let offset = clockOffset.magnitude <= TokenTimes.maximumSpan * 1_000_000 ? clockOffset : 0
         let serverNow = exchange.clock().subtractingClamped(-offset)
-        try IDToken.verify(idToken, keys: keys, issuer: provider.issuer, clientID: clientID, nonce: nonce, serverNow: serverNow)
+        if let stored {
+            _ = try IDToken.verifyRefreshed(idToken, stored: try IDToken.storedClaims(of: stored), keys: keys, issuer: provider.issuer,
+                                            clientID: clientID, serverNow: serverNow)
+        } else {
+            _ = try IDToken.verify(idToken, keys: keys, issuer: provider.issuer, clientID: clientID, nonce: nonce, serverNow: serverNow)
+        }
         guard let claims = Claims(payloadOf: idToken) else {
             throw .protocolError("the OpenID provider \(binding.server) issued an ID token whose claims are not a JSON object")
         }
@@ -256,13 +265,13 @@ struct SignInProof: Sendable {
         state = Self.random(bytes: 16)
         nonce = Self.random(bytes: 16)
         codeVerifier = Self.random(bytes: 32)
-        codeChallenge = Base64URL.encoded(GLibText.sha256(Array(codeVerifier.utf8)))
+        codeChallenge = Base64URL.encode(GLibText.sha256(Array(codeVerifier.utf8)))
     }
 
     /// `bytes` bytes from the system's generator (getrandom), base64url without padding.
     static func random(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return Base64URL.encoded((0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        return Base64URL.encode((0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 }
 
@@ -288,14 +297,5 @@ public struct DeviceCode: Sendable, Equatable {
         self.verificationURI = verificationURI
         self.userCode = userCode
         self.verificationURIComplete = verificationURIComplete
-    }
-}
-
-/// base64url without padding (RFC 4648 §5), as JOSE and PKCE use it.
-enum Base64URL {
-    static func encoded(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.hasSuffix("=") { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
     }
 }

@@ -23,14 +23,13 @@ struct OpenIDTokenClient: TokenClient {
             return grant
         }
         let client = OpenIDClient(binding: binding, provider: provider, transport: transport, timeout: timeout, clock: clock)
-        let claims = try await client.verified(idToken, nonce: nil, clockOffset: grant.clockOffset)
-        let stored = tokens.idToken.flatMap(Claims.init(payloadOf:))
-        let storedSubject = tokens.subject ?? stored?.subject
-        guard claims.subject == storedSubject else {
-            throw .protocolError("the OpenID provider \(binding.server) refreshed the tokens with an ID token for another subject; the stored tokens stay")
-        }
-        if let stored, stored.string("iss") != claims.string("iss") || Set(stored.audiences) != Set(claims.audiences) {
-            throw .protocolError("the OpenID provider \(binding.server) refreshed the tokens with an ID token of another issuer or audience; the stored tokens stay")
+        do throws(AuthError) {
+            let claims = try await client.verified(idToken, nonce: nil, clockOffset: grant.clockOffset, refreshing: tokens.idToken)
+            if let subject = tokens.subject, claims.subject != subject {
+                throw AuthError.protocolError("the refreshed ID token names another subject than the signed-in one")
+            }
+        } catch {
+            throw error.adding("; the stored tokens stay")
         }
         return grant
     }

@@ -53,11 +53,16 @@ final class KnownStates: Sendable {
         }
     }
 
-    /// Keeps a re-read's states, but none that something may have changed since it began.
-    func store(_ entries: [ServiceName: Entry], readAt generation: UInt64) {
+    /// Keeps a re-read's states, but none that something may have changed since it began. The
+    /// states of the services in `unknown`, which the re-read could not read (a keyring that does
+    /// not answer), stay as they were: nothing said they changed, and a re-read that waited for
+    /// the keyring must not leave `GetStatus` waiting for it too.
+    func store(_ entries: [ServiceName: Entry], keeping unknown: Set<ServiceName> = [], readAt generation: UInt64) {
         state.withLock { state in
             guard state.allForgottenAt <= generation else { return }
-            state.entries = entries.filter { service, _ in state.forgottenAt[service, default: 0] <= generation }
+            var kept = state.entries.filter { service, _ in unknown.contains(service) }
+            kept.merge(entries) { _, new in new }
+            state.entries = kept.filter { service, _ in state.forgottenAt[service, default: 0] <= generation }
         }
     }
 

@@ -67,7 +67,8 @@ extension LoginService {
     }
 
     /// On the loop's thread: exports the objects and subscribes to what may change the state.
-    func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: InFlight,
+    /// `GetToken`'s refreshes pass `gate`, which closes when serve stops.
+    func export(on connection: GDBus.Connection, loop: MainLoopThread, calls: InFlight, gate: RefreshGate,
                 trigger: AsyncStream<Trigger>.Continuation) throws(AuthError) -> Exported {
         let handlers = BusObjects.MethodHandlers(
             getStatus: { invocation, service in
@@ -83,10 +84,10 @@ extension LoginService {
                 }
             },
             getToken: { invocation, service, minValid in
-                self.answer(invocation, service, .change, calls: calls, trigger: trigger) { controller throws(AuthError) in
-                    let token = try await offload(async: { () async throws(AuthError) in
-                        try await controller.accessToken(minValid: UInt64(minValid))
-                    })
+                self.answer(invocation, service, .change, refreshing: true, calls: calls, trigger: trigger) { controller throws(AuthError) in
+                    let token = try await gate.guarding { () async throws(AuthError) in
+                        try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: UInt64(minValid)) })
+                    }
                     for warning in token.warnings { self.warn("\(controller.service): \(warning)") }
                     return { invocation.returnToken(token.token, expiresAt: token.expiresAt.map(Timestamp.microseconds(_:)) ?? 0) }
                 }
@@ -164,14 +165,18 @@ extension LoginService {
     /// ``offload(_:)``, never on the cooperative pool.
     ///
     /// A change forgets its service's known state before it begins and again before it is
-    /// answered, so that no call answered after it shows the state before it.
-    private func answer(_ invocation: BusObjects.Invocation, _ service: String, _ kind: InFlight.Kind, calls: InFlight,
-                        trigger: AsyncStream<Trigger>.Continuation,
+    /// answered, so that no call answered after it shows the state before it. A refresh
+    /// (`refreshing`) forgets it only before it is answered: until it stores new tokens it has
+    /// changed nothing, and what it stores goes to the service's settings record, which a known
+    /// state is checked against, so `GetStatus` of the service still answers at once while the
+    /// refresh waits for a keyring that does not answer.
+    private func answer(_ invocation: BusObjects.Invocation, _ service: String, _ kind: InFlight.Kind, refreshing: Bool = false,
+                        calls: InFlight, trigger: AsyncStream<Trigger>.Continuation,
                         _ body: @escaping @Sendable (AuthController) async throws(AuthError) -> @Sendable () -> Void) {
         // A change of a service forgets that service's known state only: the others' GetStatus
         // still answers at once while, say, a refresh waits for a keyring that does not answer.
         let changed = kind == .change ? ServiceName(rawValue: service) : nil
-        if let changed { knownStates.forget(changed) }
+        if let changed, !refreshing { knownStates.forget(changed) }
         let ticket = calls.begin(kind, answering: invocation)
         Task {
             let reply: @Sendable () -> Void

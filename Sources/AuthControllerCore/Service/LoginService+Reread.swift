@@ -21,7 +21,7 @@ extension LoginService {
         guard let reread = try? await offload({ () throws(AuthError) in try self.readStates(endingSessions: endingSessions) }) else {
             return nil
         }
-        knownStates.store(reread.known, readAt: generation)
+        knownStates.store(reread.known, keeping: reread.unknown, readAt: generation)
         let properties = reread.properties
         await objects.loop.performAndWait { objects.show(properties) }
         return reread.schedules
@@ -33,6 +33,9 @@ extension LoginService {
         var properties: [ServiceName: BusObjects.SessionProperties?] = [:]
         /// The states `GetStatus` may answer from; none when the keyring's lock state is unknown.
         var known: [ServiceName: KnownStates.Entry] = [:]
+        /// The services whose state could not be read (the keyring did not answer): what was
+        /// known of them before stays in use until something may have changed it.
+        var unknown: Set<ServiceName> = []
     }
 
     /// Blocking: reads the settings once and each signed-in service's item.
@@ -66,6 +69,7 @@ extension LoginService {
             }
             guard let read, let status else {
                 reread.properties[service] = .some(nil)
+                reread.unknown.insert(service)
                 continue
             }
             let schedule = Schedule(status, read.record)
@@ -73,6 +77,8 @@ extension LoginService {
             reread.schedules[service] = schedule
             if keyringLocked != nil {
                 reread.known[service] = KnownStates.Entry(status: status, record: read.record, endsAt: schedule.endsAt)
+            } else {
+                reread.unknown.insert(service)
             }
         }
         return reread

@@ -157,8 +157,9 @@ public final class LoginService: Sendable {
         defer { forwarding.cancel() }
 
         let calls = InFlight()
+        let gate = RefreshGate()
         let exported = await loop.performAndWait { () -> Result<Exported, AuthError> in
-            Result { () throws(AuthError) in try self.export(on: connection, loop: loop, calls: calls, trigger: trigger) }
+            Result { () throws(AuthError) in try self.export(on: connection, loop: loop, calls: calls, gate: gate, trigger: trigger) }
         }
         let objects: Exported
         switch exported {
@@ -209,6 +210,7 @@ public final class LoginService: Sendable {
                 state.sync = nil
                 if let schedules {
                     state.policy.reschedule(schedules)
+                    startWaitingRefreshes(&state, calls: calls, gate: gate, trigger: trigger)
                     rearmWakeUps(&state, trigger: trigger)
                 }
                 if state.dirty { state.dirty = false; startSync(&state, trigger: trigger) }
@@ -217,11 +219,13 @@ public final class LoginService: Sendable {
                 // A timer replaced after it fired is not this one: that one stays set.
                 if state.timers[service]?.at == at { state.timers[service] = nil }
                 if state.policy.shouldRefresh(service, now: Posix.wallClockMicroseconds()) {
-                    startRefresh(service, minValid: state.policy.schedules[service]?.minValid ?? 60, calls: calls, trigger: trigger)
+                    startRefresh(service, minValid: state.policy.schedules[service]?.minValid ?? 60, calls: calls, gate: gate,
+                                 trigger: trigger)
                 }
                 requestSync(&state, trigger: trigger)
             case .refreshed(let service, let retry):
                 state.policy.refreshEnded(service, retry: retry, now: Posix.wallClockMicroseconds())
+                startWaitingRefreshes(&state, calls: calls, gate: gate, trigger: trigger)
                 requestSync(&state, trigger: trigger)
             case .called(let sender):
                 if state.policy.callerArrived(sender, at: .now) {
@@ -246,6 +250,8 @@ public final class LoginService: Sendable {
                 break
             }
         }
+        // Before anything else: refreshes that have not sent their request yet send none.
+        gate.close()
         await stop(objects, state: state, calls: calls, loop: loop, connection: connection, replaced: (try? ending.get()) == .replaced)
         return try ending.get()
     }
@@ -306,20 +312,30 @@ public final class LoginService: Sendable {
         }
     }
 
+    /// Starts the refreshes that waited for their server to have room.
+    private func startWaitingRefreshes(_ state: inout RunState, calls: InFlight, gate: RefreshGate,
+                                       trigger: AsyncStream<Trigger>.Continuation) {
+        for service in state.policy.startWaiting(now: Posix.wallClockMicroseconds()) {
+            startRefresh(service, minValid: state.policy.schedules[service]?.minValid ?? 60, calls: calls, gate: gate, trigger: trigger)
+        }
+    }
+
     /// A background refresh counts as a change: stopping waits for it, because a server that
     /// rotates refresh tokens has retired the old one once it answers, and a refresh abandoned
     /// before the new tokens are stored would end the session.
-    private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: InFlight,
+    /// `gate` closes when serve stops: a refresh that has not sent its request by then sends none.
+    private func startRefresh(_ service: ServiceName, minValid: UInt64, calls: InFlight, gate: RefreshGate,
                               trigger: AsyncStream<Trigger>.Continuation) {
         let controller = controller(for: service)
-        knownStates.forget(service)
+        // The known state is forgotten when the refresh is done, not before: until then
+        // GetStatus answers from it, even while the refresh waits for the keyring (see `answer`).
         let ticket = calls.begin(.change)
         Task {
             var retry = false
             do throws(AuthError) {
-                let token = try await offload(async: { () async throws(AuthError) in
-                    try await controller.accessToken(minValid: minValid)
-                })
+                let token = try await gate.guarding { () async throws(AuthError) in
+                    try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: minValid) })
+                }
                 // A still-valid token handed out because the server could not be reached.
                 retry = !token.warnings.isEmpty
                 for warning in token.warnings { self.warn("\(service): \(warning)") }

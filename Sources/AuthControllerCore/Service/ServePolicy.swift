@@ -5,6 +5,8 @@ struct Schedule: Sendable, Equatable {
     var endsAt: UInt64?
     /// The threshold the background refresh passes to `accessToken(minValid:)`, in seconds.
     var minValid: UInt64 = 60
+    /// The token server the refresh asks.
+    var server: ServerURL?
     /// The earlier of the two moments.
     var next: UInt64? { [refreshAt, endsAt].compactMap { $0 }.min() }
 
@@ -15,6 +17,7 @@ struct Schedule: Sendable, Equatable {
     /// or local service.
     init(_ status: LoginStatus, _ record: SessionRecord) {
         guard status.isSignedIn, status.server != nil, let times = record.tokenTimes else { return }
+        server = status.server
         endsAt = times.sessionEndsAt
         guard times.renewable, let expiresAt = times.accessExpiresAt else { return }
         if let lifetime = times.accessLifetime, lifetime > 0 {
@@ -26,10 +29,11 @@ struct Schedule: Sendable, Equatable {
         }
     }
 
-    init(refreshAt: UInt64? = nil, endsAt: UInt64? = nil, minValid: UInt64 = 60) {
+    init(refreshAt: UInt64? = nil, endsAt: UInt64? = nil, minValid: UInt64 = 60, server: ServerURL? = nil) {
         self.refreshAt = refreshAt
         self.endsAt = endsAt
         self.minValid = minValid
+        self.server = server
     }
 }
 
@@ -55,6 +59,12 @@ struct ServePolicy: Sendable {
     /// ``longestBackoff`` (seconds).
     static let firstBackoff: Double = 4
     static let longestBackoff: Double = 60
+    /// How many background refreshes ask one token server at once. Refreshes of many services
+    /// run side by side, not one after another, but not all at once: two hundred answers
+    /// arriving together kept the settings lock busy with their stores for about 4.5 s of the
+    /// 5 s a store waits for it, and a store that waits longer loses its rotated refresh token.
+    /// The others wait for a refresh of their server to end.
+    static let refreshesPerServer = 16
     /// How many callers are watched for leaving the bus; more are not tracked (a peer cannot
     /// make the process grow), and only keep serve from going idle while they call.
     static let maximumWatchedCallers = 256
@@ -65,6 +75,11 @@ struct ServePolicy: Sendable {
     private(set) var schedules: [ServiceName: Schedule] = [:]
     /// The services whose background refresh is under way.
     private(set) var refreshing: Set<ServiceName> = []
+    /// The server each refresh under way asks.
+    private var refreshingAt: [ServiceName: ServerURL] = [:]
+    /// The due services waiting for a refresh of their server to end, with the refresh moment
+    /// they were due at (a later re-read may have moved it: then they wait no more).
+    private(set) var waiting: [ServiceName: UInt64] = [:]
     private var backoff: [ServiceName: Double] = [:]
     private var notBefore: [ServiceName: UInt64] = [:]
     /// The peers that called and are still on the bus.
@@ -85,14 +100,16 @@ struct ServePolicy: Sendable {
 
     /// The moment each service wants the loop woken. None for a service whose refresh is under
     /// way: that refresh ends with a re-read that sets the next one, and a wake-up now would
-    /// find the token still due and wake the loop at once, again and again. A refresh that
-    /// failed is tried again after its pause, never in a tight loop.
+    /// find the token still due and wake the loop at once, again and again. Likewise no refresh
+    /// moment for a service waiting for its server (``startWaiting(now:)`` starts it). A refresh
+    /// that failed is tried again after its pause, never in a tight loop.
     var wakeUps: [ServiceName: UInt64] {
         var moments: [ServiceName: UInt64] = [:]
         for (service, var schedule) in schedules where !refreshing.contains(service) {
             if let refreshAt = schedule.refreshAt, let notBefore = notBefore[service] {
                 schedule.refreshAt = max(refreshAt, notBefore)
             }
+            if let dueAt = waiting[service], dueAt == schedules[service]?.refreshAt { schedule.refreshAt = nil }
             if let next = schedule.next { moments[service] = next }
         }
         return moments
@@ -105,17 +122,43 @@ struct ServePolicy: Sendable {
     }
 
     /// A wake-up of `service` came at `now`: whether to start its background refresh (its token
-    /// is due and no refresh is under way). Starting one marks it under way.
+    /// is due, no refresh of it is under way, and fewer than ``refreshesPerServer`` of its
+    /// server's; otherwise it waits for one to end). Starting one marks it under way.
     mutating func shouldRefresh(_ service: ServiceName, now: UInt64) -> Bool {
-        guard let refreshAt = schedules[service]?.refreshAt, refreshAt <= now, !refreshing.contains(service) else { return false }
+        guard let schedule = schedules[service], let refreshAt = schedule.refreshAt, refreshAt <= now,
+              !refreshing.contains(service) else { return false }
+        if let server = schedule.server {
+            guard refreshingAt.values.count(where: { $0 == server }) < Self.refreshesPerServer else {
+                waiting[service] = refreshAt
+                return false
+            }
+            refreshingAt[service] = server
+        }
+        waiting[service] = nil
         refreshing.insert(service)
         return true
+    }
+
+    /// The waiting services whose refresh starts now that their server has room, earliest due
+    /// first; each is marked under way. Those no longer due (a re-read moved their refresh, or
+    /// their session is gone) wait no more, and get their wake-up again.
+    mutating func startWaiting(now: UInt64) -> [ServiceName] {
+        var started: [ServiceName] = []
+        for (service, dueAt) in waiting.sorted(by: { ($0.value, $0.key.rawValue) < ($1.value, $1.key.rawValue) }) {
+            guard schedules[service]?.refreshAt == dueAt else {
+                waiting[service] = nil
+                continue
+            }
+            if shouldRefresh(service, now: now) { started.append(service) }
+        }
+        return started
     }
 
     /// A background refresh of `service` ended at `now`; `retry`: it failed and is tried again
     /// after a pause that doubles with each failure.
     mutating func refreshEnded(_ service: ServiceName, retry: Bool, now: UInt64) {
         refreshing.remove(service)
+        refreshingAt[service] = nil
         if retry {
             let pause = min(backoff[service].map { $0 * 2 } ?? Self.firstBackoff, Self.longestBackoff)
             backoff[service] = pause

@@ -110,6 +110,8 @@ public struct KeyFileSettingsStore: SettingsStore {
         set("revocation-endpoint", provider?.revocationEndpoint?.rawValue)
         set("jwks-uri", provider?.jwksURI.rawValue)
         set("email", record.user == nil ? nil : record.email)
+        // GKeyFile's list form (`a;b;`); a host has no `;` or `\\` to escape.
+        set("git-hosts", record.gitHosts.isEmpty ? nil : record.gitHosts.map { $0 + ";" }.joined())
         let times = record.user == nil ? nil : record.tokenTimes
         set("access-expires-at", times?.accessExpiresAt.map(Timestamp.rfc3339(microseconds:)))
         set("refresh-expires-at", times?.refreshExpiresAt.map(Timestamp.rfc3339(microseconds:)))
@@ -215,6 +217,10 @@ public struct KeyFileSettingsStore: SettingsStore {
             record.sequence = number
         }
         record.binding = try binding(value)
+        if let hosts = try value("git-hosts") {
+            record.gitHosts = hosts.split(separator: ";").map(String.init)
+            guard record.gitHosts.allSatisfy(GitHost.isValid) else { throw Corrupt(reason: "'git-hosts' holds something that is not a host") }
+        }
         guard let user = try value("user"), !user.isEmpty else {
             // A hint only: a value this version does not know is no reason.
             if record.binding != nil { record.endedBecause = try value("ended").flatMap(LoginEvent.Reason.init(rawValue:)) }

@@ -20,6 +20,9 @@ public struct SessionRecord: Equatable, Sendable {
     /// The signed-in account's e-mail address, as an OpenID provider vouched for it; the avatar
     /// is that address's.
     public var email: String?
+    /// The hosts (`HOST` or `HOST:PORT`) that `git` may be given the session's access token
+    /// for; kept after sign-out, as the binding is.
+    public var gitHosts: [String] = []
 
     /// A record with every field given; the defaults make the record of a service nobody ever signed
     /// in to.
@@ -39,7 +42,9 @@ public struct SessionRecord: Equatable, Sendable {
     /// The record once nobody is signed in, the last event being `sequence`, for `reason`: the
     /// binding stays.
     public func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
-        SessionRecord(sequence: sequence, binding: binding, endedBecause: binding == nil ? nil : reason)
+        var record = SessionRecord(sequence: sequence, binding: binding, endedBecause: binding == nil ? nil : reason)
+        record.gitHosts = gitHosts
+        return record
     }
 }
 

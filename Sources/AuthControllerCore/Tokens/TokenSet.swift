@@ -66,18 +66,23 @@ public struct TokenGrant: Equatable, Sendable {
     }
 
     /// The lifetimes as local times, and whether there is a refresh token to renew the access
-    /// token with. An access token without a given expiry falls back to the
-    /// `exp` of its JWT payload, if it is one; a refresh token without one keeps `previous`'s
-    /// expiry when it is the same token (not rotated), else its expiry is unknown.
+    /// token with. Absolute expiries are by the server's clock, however far off it is: counted
+    /// from its own `Date`, they are the lifetimes it granted. An access token without a given
+    /// expiry falls back to the `exp` of its JWT payload, if it is one; a refresh token without
+    /// one keeps `previous`'s expiry when it is the same token (not rotated), else its expiry is
+    /// unknown.
     public func times(previous: (tokens: TokenSet, times: TokenTimes)? = nil) -> TokenTimes {
         let span = TokenTimes.maximumSpan * 1_000_000
-        // A clock more than the maximum span away is a broken clock, not a fact: it is ignored.
-        let offset = clockOffset.magnitude <= span ? clockOffset : 0
+        // An offset beyond the maximum span is not kept (the settings file refuses it), but it
+        // still turns the server's expiries into local times: ignored, it made a server whose
+        // clock is years behind issue sessions that were over at once (and years ahead, tokens
+        // that were never refreshed).
+        let keptOffset = clockOffset.magnitude <= span ? clockOffset : 0
         func local(_ expiry: Expiry?) -> UInt64? {
             let time: UInt64?
             switch expiry {
             case .after(let seconds)?: time = arrivedAt.addingClamped(seconds.multipliedClamped(by: 1_000_000))
-            case .at(let server)?: time = server.subtractingClamped(offset)
+            case .at(let server)?: time = server.subtractingClamped(clockOffset)
             case nil: time = nil
             }
             return time.map { min($0, arrivedAt.addingClamped(span)) }
@@ -90,7 +95,7 @@ public struct TokenGrant: Equatable, Sendable {
         let lifetime = accessExpiresAt.map { $0 > arrivedAt ? ($0 - arrivedAt) / 1_000_000 : 0 }
         // Whole seconds, as the settings keep it: `Date` has one-second resolution anyway.
         return TokenTimes(accessExpiresAt: accessExpiresAt, refreshExpiresAt: refreshExpiresAt,
-                          clockOffset: Int64((Double(offset) / 1_000_000).rounded()), accessLifetime: lifetime,
+                          clockOffset: Int64((Double(keptOffset) / 1_000_000).rounded()), accessLifetime: lifetime,
                           renewable: tokens.refreshToken != nil)
     }
 }

@@ -44,7 +44,8 @@ struct SignIn: AsyncParsableCommand {
     func run() async throws {
         let controller = try global.makeController()
         let binding = try server.binding()
-        let bound = try binding ?? controller.binding()
+        // An unreadable settings file is reported by the sign-in that follows (which may replace it).
+        let bound = binding ?? ((try? controller.binding()) ?? nil)
         if bound?.tokenProtocol == .oidc {
             if passwordStdin || register {
                 throw AuthError.usage("--password-stdin and --register are not for an OpenID provider: its accounts sign in in the browser or with a device code")

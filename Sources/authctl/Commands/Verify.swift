@@ -22,7 +22,7 @@ struct Verify: AsyncParsableCommand {
 
     func run() async throws {
         let controller = try global.makeController()
-        if try controller.binding()?.tokenProtocol == .oidc {
+        if ((try? controller.binding()) ?? nil)?.tokenProtocol == .oidc {
             if passwordStdin { throw AuthError.usage("--password-stdin is not for an OpenID provider: sign in again in the browser or with a device code") }
             let outcome = try await controller.verify(try openID.request(account: nil, name: nil), presenter: SignInPrompts())
             Output.warnings(outcome)

@@ -51,13 +51,15 @@ final class IdentityProvider: @unchecked Sendable {
     ///   - refreshGracePeriod: how long a rotated-away refresh token is still taken (it answers the same tokens again).
     ///   - rotation: a refresh gives a new refresh token and retires the old one.
     ///   - reuseProtection: a retired refresh token used again revokes every token of its family.
+    ///   - deviceCodeLifetime: the device authorization answer's `expires_in`. Past it the poll still
+    ///     answers `authorization_pending` until the person tries the code, then `expired_token`.
     ///   - issParameter: authorization responses carry `iss` (RFC 9207) and discovery says so.
     ///   - completeDiscovery: discovery also names `revocation_endpoint` and
     ///     `device_authorization_endpoint`, which django-oauth-toolkit's leaves out.
     init(accessTokenLifetime: Duration = .seconds(300), idTokenLifetime: Duration = .seconds(300),
          refreshTokenLifetime: Duration? = nil, authorizationCodeLifetime: Duration = .seconds(60),
          refreshGracePeriod: Duration = .zero, rotation: Bool = true, reuseProtection: Bool = true,
-         deviceInterval: Duration = .seconds(1), issParameter: Bool = true, completeDiscovery: Bool = false) async throws {
+         deviceInterval: Duration = .seconds(1), deviceCodeLifetime: Duration = .seconds(1800), issParameter: Bool = true, completeDiscovery: Bool = false) async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("identity-provider-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         requestLog = folder.appendingPathComponent("requests.jsonl")
@@ -69,6 +71,7 @@ final class IdentityProvider: @unchecked Sendable {
             "--authorization-code-lifetime", "\(authorizationCodeLifetime.components.seconds)",
             "--refresh-grace-period", "\(refreshGracePeriod.components.seconds)",
             "--device-interval", "\(deviceInterval.components.seconds)",
+            "--device-code-lifetime", "\(deviceCodeLifetime.components.seconds)",
         ]
         if let refreshTokenLifetime { arguments += ["--refresh-token-lifetime", "\(refreshTokenLifetime.components.seconds)"] }
         if !rotation { arguments.append("--no-rotation") }
@@ -150,7 +153,8 @@ final class IdentityProvider: @unchecked Sendable {
     }
 
     /// Changes django-oauth-toolkit settings while the provider runs, by their names
-    /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them).
+    /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them; and
+    /// `DEVICE_CODE_EXPIRE_SECONDS`, the provider's own).
     func configure(_ settings: [String: Any]) async throws {
         _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
     }
@@ -193,11 +197,22 @@ final class IdentityProvider: @unchecked Sendable {
     /// The environment that makes authctl's browser the stand-in, signing in as `person` and
     /// deciding as `decision`; the callback page authctl served then lands in `result` as JSON
     /// (`standInOutcome(at:)`).
+    /// - Parameters:
+    ///   - callbackChanges: callback parameters replaced or added on the way (`["iss": "…"]`: a mix-up).
+    ///   - callbackDrops: callback parameters removed on the way (`["iss"]`).
+    ///   - callbackReplays: how many more times the stand-in fetches the callback; their answers are `again`.
+    ///   The three need the `http` engine.
     static func browserEnvironment(result: URL, person: Person = ada, password: String = password,
-                                   decision: Decision = .approve, engine: Engine = .http) throws -> [String: String] {
-        [
+                                   decision: Decision = .approve, engine: Engine = .http,
+                                   callbackChanges: [String: String] = [:], callbackDrops: [String] = [],
+                                   callbackReplays: Int = 0) throws -> [String: String] {
+        var changes = URLComponents()
+        changes.queryItems = callbackChanges.map { URLQueryItem(name: $0.key, value: $0.value) }
+        return [
             "BROWSER": browserStandIn, "IDP_PYTHON": try python(), "IDP_USER": person.userName, "IDP_PASSWORD": password,
             "IDP_DECISION": decision.rawValue, "IDP_ENGINE": engine.rawValue, "IDP_RESULT": result.path,
+            "IDP_CALLBACK_SET": (changes.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B"), "IDP_CALLBACK_DROP": callbackDrops.joined(separator: ","),
+            "IDP_CALLBACK_AGAIN": "\(callbackReplays)",
         ]
     }
 

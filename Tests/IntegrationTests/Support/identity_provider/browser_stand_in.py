@@ -5,7 +5,9 @@ redirect to the client's loopback callback, whose answer goes to IDP_RESULT as J
   {"decision", "callbackURL", "status", "contentType", "body", "steps": [...], "error"?}
 
 Settings as person.py lists them, plus IDP_ENGINE: http (default, Python's HTTP client) or
-chromium (headless Chromium driven by Selenium, through /usr/bin/chromedriver).
+chromium (headless Chromium driven by Selenium, through /usr/bin/chromedriver), and for the http
+engine IDP_CALLBACK_SET, IDP_CALLBACK_DROP (see `edited`) and IDP_CALLBACK_AGAIN (how many more
+times the callback is fetched; their answers go to "again").
 It runs without a terminal and detached; it writes nothing a client would need to read.
 """
 import os
@@ -27,6 +29,21 @@ def is_callback(url, redirect_uri):
     return bool(redirect_uri) and url.split("?", 1)[0] == redirect_uri.split("?", 1)[0]
 
 
+def edited(callback):
+    """The callback URL as IDP_CALLBACK_SET (a query string: each parameter replaced or added) and
+    IDP_CALLBACK_DROP (names, comma-separated: removed) change it: a provider, or an attacker,
+    that answers otherwise than this one does."""
+    drop = {name for name in (os.environ.get("IDP_CALLBACK_DROP") or "").split(",") if name}
+    changes = urllib.parse.parse_qsl(os.environ.get("IDP_CALLBACK_SET") or "", keep_blank_values=True)
+    if not drop and not changes:
+        return callback
+    parts = urllib.parse.urlsplit(callback)
+    names = {name for name, _ in changes}
+    query = [(name, value) for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+             if name not in drop and name not in names] + changes
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
 def over_http(authorization_url):
     who = person.Person()
     redirect_uri = redirect_uri_of(authorization_url)
@@ -44,10 +61,14 @@ def over_http(authorization_url):
     callback, outcome = who.walk(authorization_url, lambda url: is_callback(url, redirect_uri), consent)
     result.update(outcome or {})
     if callback:
+        callback = edited(callback)
         result["callbackURL"] = callback
         try:
             status, headers, body = who.request(callback)
             result.update(status=status, contentType=headers.get("Content-Type"), body=body)
+            for _ in range(int(os.environ.get("IDP_CALLBACK_AGAIN") or 0)):
+                status, headers, body = who.request(callback)
+                result.setdefault("again", []).append({"status": status, "body": body})
         except OSError as error:  # nobody listens there (any more)
             result["error"] = "the callback could not be fetched: %s" % error
     result["steps"] = who.steps

@@ -41,6 +41,8 @@ def arguments():
     parser.add_argument("--no-reuse-protection", action="store_true",
                         help="reusing a rotated refresh token does not revoke its family (REFRESH_TOKEN_REUSE_PROTECTION off)")
     parser.add_argument("--device-interval", type=int, default=1, help="seconds between device-flow polls (DEVICE_FLOW_INTERVAL)")
+    parser.add_argument("--device-code-lifetime", type=int, default=1800,
+                        help="seconds a device code and its user code live (the answer's expires_in)")
     parser.add_argument("--no-iss-parameter", action="store_true",
                         help="no RFC 9207 iss in authorization responses, and none announced in discovery")
     parser.add_argument("--complete-discovery", action="store_true",
@@ -181,6 +183,7 @@ def main():
 
     idp_site.log_file = options.log
     idp_site.complete_discovery = options.complete_discovery
+    idp_site.device_code_lifetime = options.device_code_lifetime
     server.set_app(get_wsgi_application())
     print("listening %d" % port, flush=True)
     print("started in %.2f s" % (time.monotonic() - started), file=sys.stderr, flush=True)

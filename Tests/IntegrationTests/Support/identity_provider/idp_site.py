@@ -17,6 +17,8 @@ from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import ConnectDiscoveryInfoView
+from oauth2_provider.views.device import DeviceAuthorizationView
+from oauthlib.oauth2 import DeviceApplicationServer
 
 # The people the provider knows: login name -> claims beyond the ones Django's user holds.
 # eve's address is not verified, so a client must not take it as her account id.
@@ -103,8 +105,12 @@ class Recorder:
         if request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
             fields = {k: v[-1] for k, v in urllib.parse.parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True).items()}
         arrived = time.time()
-        response = self.get_response(request)
         endpoint = endpoint_of(request.path, fields)
+        if endpoint == "refresh" and refresh_delay:
+            # A slow provider: every concurrent refresher is certain to have started before
+            # the first refresh is answered.
+            time.sleep(refresh_delay)
+        response = self.get_response(request)
         entry = {
             "time": arrived,
             "seconds": round(time.time() - arrived, 4),
@@ -145,7 +151,11 @@ CONFIGURABLE = {
     "ACCESS_TOKEN_EXPIRE_SECONDS", "REFRESH_TOKEN_EXPIRE_SECONDS", "ID_TOKEN_EXPIRE_SECONDS",
     "AUTHORIZATION_CODE_EXPIRE_SECONDS", "REFRESH_TOKEN_GRACE_PERIOD_SECONDS", "REFRESH_TOKEN_REUSE_PROTECTION",
     "ROTATE_REFRESH_TOKEN", "DEVICE_FLOW_INTERVAL", "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS",
+    "DEVICE_CODE_EXPIRE_SECONDS",  # not DOT's: the device code's lifetime (--device-code-lifetime)
+    "REFRESH_DELAY_SECONDS",  # not DOT's: how long each refresh request waits before it is answered
 }
+
+refresh_delay = 0
 
 
 @csrf_exempt
@@ -156,9 +166,16 @@ def configure(request):
     unknown = sorted(set(changes) - CONFIGURABLE)
     if unknown:
         return JsonResponse({"error": "not configurable: %s" % ", ".join(unknown)}, status=400)
+    global device_code_lifetime, refresh_delay
     for name, value in changes.items():
-        setattr(oauth2_settings, name, value)
-    return JsonResponse({name: getattr(oauth2_settings, name) for name in sorted(CONFIGURABLE)})
+        if name == "DEVICE_CODE_EXPIRE_SECONDS":
+            device_code_lifetime = value
+        elif name == "REFRESH_DELAY_SECONDS":
+            refresh_delay = value
+        else:
+            setattr(oauth2_settings, name, value)
+    current = {name: getattr(oauth2_settings, name) for name in sorted(CONFIGURABLE - {"DEVICE_CODE_EXPIRE_SECONDS", "REFRESH_DELAY_SECONDS"})}
+    return JsonResponse(dict(current, DEVICE_CODE_EXPIRE_SECONDS=device_code_lifetime, REFRESH_DELAY_SECONDS=refresh_delay))
 
 
 def live_refresh_tokens(request):
@@ -169,6 +186,20 @@ def live_refresh_tokens(request):
     for token in get_refresh_token_model().objects.filter(revoked__isnull=True).select_related("user"):
         live[token.user.get_username()] = live.get(token.user.get_username(), 0) + 1
     return JsonResponse(live)
+
+
+# The lifetime of a device code and its user code, in seconds; set by identity_provider.py. DOT
+# leaves oauthlib's 1800 s, which its server does not pass on.
+device_code_lifetime = 1800
+
+
+class DeviceServer(DeviceApplicationServer):
+    def __init__(self, request_validator, verification_uri, **kwargs):
+        super().__init__(request_validator, verification_uri, **kwargs)
+        self._expires_in = device_code_lifetime
+
+
+DeviceAuthorizationView.server_class = DeviceServer
 
 
 # Whether discovery also names the revocation and device authorization endpoints, which DOT's

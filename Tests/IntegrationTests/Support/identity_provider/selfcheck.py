@@ -31,7 +31,7 @@ passes = [0]
 
 
 def check(fact, holds, detail=""):
-    print("%s %s%s" % ("ok  " if holds else "FAIL", fact, (": %s" % detail) if detail and not holds else ""))
+    print("%s %s%s" % ("ok  " if holds else "FAIL", fact, (": %s" % (detail,)) if detail and not holds else ""))
     if holds:
         passes[0] += 1
     else:
@@ -193,6 +193,23 @@ def main():
         status, jwks, _ = call(discovery["jwks_uri"])
         check("the JWKS holds one RSA key", status == 200 and len(jwks["keys"]) == 1 and jwks["keys"][0]["kty"] == "RSA", jwks)
 
+        # The code exchange's refusals: a wrong verifier, another redirect URI, a code used twice.
+        loopback = Loopback()
+        verifier, challenge = pkce()
+        result, _ = run_browser(authorization_url(discovery, loopback.redirect_uri, challenge, "s", "n"))
+        loopback.close()
+        code = loopback.queries[0].get("code", "") if loopback.queries else ""
+        exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": loopback.redirect_uri, "client_id": BROWSER_CLIENT}
+        for label, changes, error in (("a wrong code_verifier", {"code_verifier": pkce()[0]}, "invalid_grant"),
+                                      ("another redirect_uri port", {"code_verifier": verifier, "redirect_uri": "http://127.0.0.1:1/callback"},
+                                       "invalid_request")):
+            status, body, _ = call(discovery["token_endpoint"], {**exchange, **changes})
+            check("the code exchange with %s is refused: 400 %s" % (label, error), status == 400 and body.get("error") == error, (status, body))
+        status, body, _ = call(discovery["token_endpoint"], {**exchange, "code_verifier": verifier})
+        check("the code exchange then still works (those refusals did not use the code up)", status == 200, (status, body))
+        status, body, _ = call(discovery["token_endpoint"], {**exchange, "code_verifier": verifier})
+        check("the same code a second time is refused: 400 invalid_grant", status == 400 and body.get("error") == "invalid_grant", (status, body))
+
         tokens, nonce = browser_flow(provider, discovery, jwks)
         _, claims = verify_id_token(tokens["id_token"], jwks, provider.issuer, nonce)
         check("ID token claims: sub, email, email_verified, preferred_username, name",
@@ -210,6 +227,11 @@ def main():
         print("     refresh: %.0f ms" % (seconds * 1000))
         check("refresh answers 200 with a new refresh token and a new ID token",
               status == 200 and rotated.get("refresh_token") not in (None, first) and "id_token" in rotated, rotated)
+        if "id_token" in rotated:
+            renewed = json.loads(jwt.JWT(jwt=rotated["id_token"], key=jwk.JWKSet.from_json(json.dumps(jwks)), algs=["RS256"]).claims)
+            check("the refreshed ID token has the same iss, aud and sub, and no nonce",
+                  [renewed.get(name) for name in ("iss", "aud", "sub")] == [claims.get(name) for name in ("iss", "aud", "sub")]
+                  and "nonce" not in renewed, renewed)
         status, reuse, _ = call(discovery["token_endpoint"], {"grant_type": "refresh_token", "refresh_token": first, "client_id": BROWSER_CLIENT})
         check("the rotated-away refresh token is refused: 400 invalid_grant", status == 400 and reuse.get("error") == "invalid_grant", (status, reuse))
         status, after, _ = call(discovery["token_endpoint"], {"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"], "client_id": BROWSER_CLIENT})
@@ -275,6 +297,16 @@ def main():
         check("deny: the callback carries error=access_denied and the state", query.get("error") == "access_denied" and query.get("state") == "st", query)
         print("     deny callback's query: %s" % query)
 
+        # A callback changed on its way (a mix-up attack, a provider without iss) and replayed.
+        loopback = Loopback()
+        result, _ = run_browser(authorization_url(discovery, loopback.redirect_uri, challenge, "st", "n"),
+                                IDP_CALLBACK_SET="iss=http://127.0.0.1:1/o&extra=1", IDP_CALLBACK_DROP="state", IDP_CALLBACK_AGAIN="1")
+        loopback.close()
+        check("IDP_CALLBACK_SET and IDP_CALLBACK_DROP change the callback, IDP_CALLBACK_AGAIN replays it",
+              len(loopback.queries) == 2 and loopback.queries[0] == loopback.queries[1] and "state" not in loopback.queries[0]
+              and loopback.queries[0].get("iss") == "http://127.0.0.1:1/o" and loopback.queries[0].get("extra") == "1"
+              and "code" in loopback.queries[0] and len(result.get("again", [])) == 1, (loopback.queries, result.get("again")))
+
         # Device flow.
         status, device, seconds = call(provider.issuer + "/device-authorization/", {"client_id": DEVICE_CLIENT, "scope": "openid profile email"})
         print("     device authorization: %.0f ms, answer fields %s" % (seconds * 1000, sorted(device)))
@@ -327,6 +359,21 @@ def main():
         check("grace period: after it, the retired refresh token is refused", status == 400 and late.get("error") == "invalid_grant", late)
         status, _, _ = call(discovery["token_endpoint"], {**form, "refresh_token": first["refresh_token"]})
         check("grace period: after that reuse, the newest refresh token is refused too", status == 400, status)
+
+        # A device code past its lifetime: DOT's poll says expired_token only once the person tried the code.
+        request = urllib.request.Request(provider.base + "/_config", data=json.dumps({"DEVICE_CODE_EXPIRE_SECONDS": 1}).encode())
+        urllib.request.urlopen(request, timeout=10).close()
+        status, device, _ = call(provider.issuer + "/device-authorization/", {"client_id": DEVICE_CLIENT})
+        check("/_config: the device code lives as configured", device.get("expires_in") == 1, device)
+        form = {"grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"], "client_id": DEVICE_CLIENT}
+        time.sleep(1.5)
+        status, late, _ = call(discovery["token_endpoint"], form)
+        check("an expired device code still polls as authorization_pending", late.get("error") == "authorization_pending", late)
+        person = subprocess.run([sys.executable, os.path.join(here, "device_stand_in.py"), device["verification_uri"], device["user_code"]],
+                                capture_output=True, text=True, env=dict(os.environ, IDP_RESULT=""))
+        check("the verification page refuses an expired code", person.returncode == 1, person.stdout)
+        status, late, _ = call(discovery["token_endpoint"], form)
+        check("once the person tried it, the poll answers expired_token", late.get("error") == "expired_token", late)
     finally:
         provider.stop()
     print("%d passed, %d failed" % (passes[0], len(failures)))

@@ -1,0 +1,74 @@
+/// The hosts whose git remotes get the session's access token (git's credential helper), kept
+/// in the service's settings group as `git-hosts`.
+extension AuthController {
+    /// The hosts `git` may be given the access token for, as git names them (`HOST` or
+    /// `HOST:PORT`). Blocks briefly on the settings file; never prompts.
+    public func gitHosts() throws(AuthError) -> [String] {
+        try intactRecord().gitHosts
+    }
+
+    /// Adds `host` (from ``GitHost/parse(setupURL:)``) to the hosts that get the access token;
+    /// `false` when it was there already. The service must be bound to a token server
+    /// (``AuthError/invalidInput(_:)-enum.case`` otherwise). Blocks on the settings lock.
+    @discardableResult
+    public func addGitHost(_ host: String) throws(AuthError) -> Bool {
+        var added = false
+        _ = try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            guard record.binding != nil else {
+                throw .invalidInput("\(service) is not bound to a token server, so it has no token to give git; \(hint: .bindServer)")
+            }
+            guard !record.gitHosts.contains(host) else { return Change() }
+            var updated = record
+            updated.gitHosts.append(host)
+            added = true
+            return Change(record: updated)
+        }
+        return added
+    }
+
+    /// Makes the signed-in account's access token count as expired from now on when it is
+    /// `token` (git erases a credential the server refused), so the next
+    /// ``accessToken(minValid:forceRefresh:checkingIDToken:)`` refreshes it. `false`, and nothing
+    /// changes, when `token` is not the stored access token. Never prompts.
+    @discardableResult
+    public func expireAccessToken(_ token: String) throws(AuthError) -> Bool {
+        var expired = false
+        _ = try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            guard let user = record.user, let binding = record.binding,
+                  let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server),
+                  LoopbackListener.constantTimeEqual(tokens.accessToken, token) else { return Change() }
+            var updated = record
+            var times = record.tokenTimes ?? TokenTimes()
+            times.accessExpiresAt = min(times.accessExpiresAt ?? .max, clock())
+            updated.tokenTimes = times
+            expired = true
+            return Change(record: updated)
+        }
+        return expired
+    }
+}
+
+/// A host as git's credential protocol names it (`HOST` or `HOST:PORT`).
+public enum GitHost {
+    /// A git host's URL — `https://HOST[:PORT]`, or `http://` to a
+    /// loopback host, by the rules of ``ServerURL``, without a path, query or fragment — and the
+    /// host it names, as git sends it. A broken rule is ``AuthError/invalidInput(_:)-enum.case``.
+    public static func parse(setupURL text: String) throws(AuthError) -> (url: ServerURL, host: String) {
+        let url = try ServerURL(validating: text, role: "git URL")
+        let afterScheme = url.rawValue.split(separator: "://", maxSplits: 1).last.map(String.init) ?? ""
+        guard let slash = afterScheme.firstIndex(of: "/"), afterScheme[slash...] == "/" else {
+            throw .invalidInput("invalid git URL '\(text)': give the scheme and host only (https://HOST[:PORT]), without a path or query")
+        }
+        return (url, String(afterScheme[..<slash]))
+    }
+
+    /// 1–255 bytes of letters, digits, `.`, `-`, `:`, `[` and `]`.
+    static func isValid(_ host: String) -> Bool {
+        (1...255).contains(host.utf8.count) && host.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || [UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]")].contains(byte)
+        }
+    }
+}

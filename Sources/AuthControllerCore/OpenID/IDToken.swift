@@ -1,0 +1,238 @@
+import FoundationEssentials
+
+/// OpenID Connect ID tokens (OpenID Connect Core 1.0 §2, §3.1.3.7): a JWS in compact form
+/// (RFC 7515 §7.1) whose payload says who signed in, for which client, and until when.
+///
+/// The signature is always checked, even over TLS, against the provider's key set; then the
+/// claims. Every failure is ``AuthError/protocolError(_:)`` naming the check that failed, and
+/// text from the provider is quoted as every provider answer is.
+enum IDToken {
+    /// The longest part (header, payload or signature) accepted, in characters.
+    static let maximumPartLength = 16 * 1024
+    /// How far ahead of the provider's clock an ID token's `iat` may be, in µs.
+    static let issuedAtTolerance: UInt64 = 5 * 60 * 1_000_000
+
+    /// The `kid` the token's header names, or `nil` when it names none or is not a JWS. When the
+    /// key set lacks that key (``JSONWebKeySet/hasKey(id:)``), fetch the key set again once before
+    /// verifying: the provider may have rotated its keys.
+    static func keyID(of token: String) -> String? {
+        try? CompactJWS(token).header.kid
+    }
+
+    /// Checks an ID token from a token answer and returns its claims: the signature (algorithm
+    /// on the allow-list, key chosen from `keys` by `kid`), then `iss` equal to `issuer` exactly,
+    /// `aud` holding `clientID` (and with several audiences, `azp` equal to it), `exp` after
+    /// `serverNow` and `iat` at most five minutes after it, and `nonce` equal to `nonce` when one
+    /// was sent (pass `nil` when the request carried none, as a refresh does).
+    ///
+    /// `serverNow` is the provider's clock in µs since the epoch: local time plus the clock
+    /// offset learnt from the token answer's `Date` header. Throws ``AuthError/protocolError(_:)``
+    /// naming the failed check, or ``AuthError/unavailable(_:detail:)-enum.case`` when GnuTLS,
+    /// which checks signatures, is not installed.
+    static func verify(_ token: String, keys: JSONWebKeySet, issuer: String, clientID: String, nonce: String?,
+                       serverNow: UInt64) throws(AuthError) -> IDTokenClaims {
+        let jws = try CompactJWS(token)
+        let key = try keys.key(id: jws.header.kid, for: jws.algorithm)
+        guard case .success(let material) = key.material,
+              try SignatureVerification.isValid(jws.signature, of: jws.signingInput, algorithm: jws.algorithm, key: material,
+                                                keyName: key.displayName) else {
+            throw .protocolError("the ID token's signature does not verify with \(key.displayName)")
+        }
+        let claims = try IDTokenClaims(payload: jws.payload)
+        guard claims.issuer == issuer else {
+            throw .protocolError("the ID token was issued by '\(TokenExchange.quote(claims.issuer))', not by the provider '\(TokenExchange.quote(issuer))'")
+        }
+        guard claims.audiences.contains(clientID) else { throw .protocolError("the ID token was issued for another client") }
+        if claims.audiences.count > 1, claims.authorizedParty != clientID {
+            throw .protocolError("the ID token names several audiences, and its authorized party ('azp') is not this client")
+        }
+        guard claims.expiry > serverNow else { throw .protocolError("the ID token has expired") }
+        guard claims.issuedAt <= serverNow + issuedAtTolerance else {
+            throw .protocolError("the ID token was issued more than 5 minutes ahead of the provider's clock")
+        }
+        if let nonce {
+            guard let sent = claims.nonce else { throw .protocolError("the ID token has no nonce, and the sign-in sent one") }
+            guard sent == nonce else { throw .protocolError("the ID token's nonce does not match the sign-in") }
+        }
+        return claims
+    }
+
+    /// Checks the ID token of a refresh answer as ``verify(_:keys:issuer:clientID:nonce:serverNow:)``
+    /// does without a nonce, and that its `iss`, `aud` and `sub` are those of `stored`, the one the
+    /// sign-in verified (OpenID Connect Core 1.0 §12.2); the audiences are compared as sets.
+    static func verifyRefreshed(_ token: String, stored: IDTokenClaims, keys: JSONWebKeySet, issuer: String, clientID: String,
+                                serverNow: UInt64) throws(AuthError) -> IDTokenClaims {
+        let claims = try verify(token, keys: keys, issuer: issuer, clientID: clientID, nonce: nil, serverNow: serverNow)
+        guard claims.issuer == stored.issuer else { throw .protocolError("the refreshed ID token names another issuer than the signed-in one") }
+        guard Set(claims.audiences) == Set(stored.audiences) else {
+            throw .protocolError("the refreshed ID token names other audiences than the signed-in one")
+        }
+        guard claims.subject == stored.subject else { throw .protocolError("the refreshed ID token names another subject than the signed-in one") }
+        return claims
+    }
+
+    /// The claims of an ID token that was verified when it was stored, read again without checking
+    /// its signature or times (its key may have been rotated since, and it may have expired): the
+    /// baseline for ``verifyRefreshed(_:stored:keys:issuer:clientID:serverNow:)``. Throws
+    /// ``AuthError/protocolError(_:)`` when it is not a JWS whose payload has the required claims.
+    static func storedClaims(of token: String) throws(AuthError) -> IDTokenClaims {
+        try IDTokenClaims(payload: CompactJWS(token).payload)
+    }
+}
+
+/// A JWS in compact serialisation, split and decoded but not verified.
+private struct CompactJWS {
+    struct Header: Decodable {
+        var alg: String
+        var kid: String?
+        var crit: [String]?
+    }
+
+    let header: Header
+    let algorithm: JWSAlgorithm
+    /// The header and payload as they were sent, joined by `.`: what the signature covers.
+    let signingInput: Substring
+    let payload: [UInt8]
+    let signature: [UInt8]
+
+    init(_ token: String) throws(AuthError) {
+        let parts = token.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .protocolError("the ID token is not a JWS in compact form (three parts joined by '.')") }
+        for (part, name) in zip(parts, ["header", "payload", "signature"]) where part.utf8.count > IDToken.maximumPartLength {
+            throw .protocolError("the ID token's \(name) is longer than \(IDToken.maximumPartLength / 1024) KiB")
+        }
+        guard let headerBytes = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]) else {
+            throw .protocolError("the ID token is not a JWS in compact form (a part is not unpadded base64url)")
+        }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
+            throw .protocolError("the ID token's header is not a JSON object with an 'alg'")
+        }
+        guard let algorithm = JWSAlgorithm(rawValue: header.alg) else {
+            let accepted = JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")
+            let refusal: AuthError.Message = switch header.alg {
+            case "none": "the ID token is not signed (its 'alg' is 'none')"
+            case "HS256", "HS384", "HS512": "the ID token is signed with \(header.alg), a shared secret, not a key of the provider's"
+            default: "the ID token is signed with '\(TokenExchange.quote(header.alg))', which authctl does not accept (only \(accepted))"
+            }
+            throw .protocolError(refusal)
+        }
+        // RFC 7515 §4.1.11: extensions named critical must be understood, and authctl knows none.
+        if let critical = header.crit {
+            throw .protocolError("the ID token's header requires extensions authctl does not know ('crit': \(TokenExchange.quote(critical.joined(separator: ", "))))")
+        }
+        guard !signature.isEmpty else { throw .protocolError("the ID token's signature is empty") }
+        self.header = header
+        self.algorithm = algorithm
+        signingInput = token[parts[0].startIndex..<parts[1].endIndex]
+        self.payload = payload
+        self.signature = signature
+    }
+}
+
+/// The claims of a verified ID token (OpenID Connect Core 1.0 §2 and §5.1): who signed in, at
+/// which provider, for which clients; and the standard profile claims authctl uses.
+struct IDTokenClaims: Sendable, Equatable {
+    /// `iss`: the provider that issued the token.
+    let issuer: String
+    /// `sub`: the provider's never-reassigned identifier of the person.
+    let subject: String
+    /// `aud`: the clients the token is for (a single string in the token is one audience).
+    let audiences: [String]
+    /// `azp`: the client the token was issued to, when the token names one.
+    let authorizedParty: String?
+    /// `exp`, in µs since the epoch by the provider's clock.
+    let expiry: UInt64
+    /// `iat`, in µs since the epoch by the provider's clock.
+    let issuedAt: UInt64
+    /// `nonce`, when the token carries one.
+    let nonce: String?
+    /// `email_verified`: `true` or `false` when the provider says, either as a JSON boolean or,
+    /// as some providers send it, as the string `"true"` or `"false"`; otherwise `nil`.
+    let emailVerified: Bool?
+    private let members: [String: JSONMember]
+
+    /// `email`, when it is a string.
+    var email: String? { string(claim: "email") }
+    /// `name`, the person's full name, when it is a string.
+    var name: String? { string(claim: "name") }
+    /// `preferred_username`, when it is a string.
+    var preferredUsername: String? { string(claim: "preferred_username") }
+
+    /// The claim named `name` when its value is a JSON string, else `nil` (absent, a number, a
+    /// boolean, an array, an object or null). Numbers are not turned into text: JSON spells one
+    /// number many ways (`1042`, `1042.0`, `1.042e3`), and the value becomes an account id, which
+    /// must have one spelling.
+    func string(claim name: String) -> String? {
+        if case .string(let value) = members[name] { value } else { nil }
+    }
+
+    init(payload: [UInt8]) throws(AuthError) {
+        guard let members = try? JSONDecoder().decode([String: JSONMember].self, from: Data(payload)) else {
+            throw .protocolError("the ID token's payload is not a JSON object")
+        }
+        self.members = members
+        func string(_ name: String) throws(AuthError) -> String? {
+            switch members[name] {
+            case nil: nil
+            case .string(let value): value
+            default: throw .protocolError("the ID token's '\(name)' is not a string")
+            }
+        }
+        func required(_ name: String, _ meaning: String) throws(AuthError) -> String {
+            guard let value = try string(name), !value.isEmpty else { throw .protocolError("the ID token has no \(meaning) ('\(name)')") }
+            return value
+        }
+        func time(_ name: String, _ meaning: String) throws(AuthError) -> UInt64 {
+            guard case .number(let seconds) = members[name] else { throw .protocolError("the ID token has no \(meaning) ('\(name)')") }
+            guard seconds.isFinite, seconds >= 0, seconds < 1e13 else {
+                throw .protocolError("the ID token's \(meaning) ('\(name)') is not a time")
+            }
+            return UInt64(seconds * 1_000_000)
+        }
+        issuer = try required("iss", "issuer")
+        subject = try required("sub", "subject")
+        switch members["aud"] {
+        case .string(let audience): audiences = [audience]
+        case .array(let list):
+            audiences = list.compactMap { if case .string(let audience) = $0 { audience } else { nil } }
+            guard audiences.count == list.count else { throw .protocolError("the ID token's audiences ('aud') are not all strings") }
+        default: throw .protocolError("the ID token has no audience ('aud')")
+        }
+        authorizedParty = try string("azp")
+        expiry = try time("exp", "expiry")
+        issuedAt = try time("iat", "issue time")
+        nonce = try string("nonce")
+        emailVerified = switch members["email_verified"] {
+        case .bool(let verified): verified
+        case .string(let text) where text.lowercased() == "true": true
+        case .string(let text) where text.lowercased() == "false": false
+        default: nil
+        }
+    }
+}
+
+/// A JSON value, as much as claims need.
+private enum JSONMember: Sendable, Equatable, Decodable {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case array([JSONMember])
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode([JSONMember].self) {
+            self = .array(value)
+        } else {
+            // null or an object: nothing authctl reads.
+            self = .other
+        }
+    }
+}

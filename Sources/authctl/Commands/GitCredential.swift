@@ -1,0 +1,152 @@
+import ArgumentParser
+import AuthControllerCore
+import FoundationEssentials
+import SystemPackage
+
+/// `authctl git-credential get|store|erase|setup URL`: git's credential helper
+/// (`gitcredentials(7)`), answering with the session's access token for the hosts set up.
+struct GitCredential: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "git-credential",
+        abstract: "Give git the access token of the signed-in account (git's credential helper).",
+        discussion: """
+            `authctl git-credential setup https://HOST[:PORT]` lets HOST's git remotes use the \\
+            service's session: it adds HOST to the service's git hosts and sets \\
+            credential.URL.helper in git's global configuration (through `git config --global`). \\
+            git then runs `authctl --service SERVICE git-credential get`, which answers with the \\
+            access token as `authctl token` prints it, refreshed when due — only for a host that \\
+            was set up, over https (or http to a loopback host). It never prompts. When it has \\
+            nothing to give, it prints nothing and git goes on to its next helper.
+            `store` changes nothing; `erase` of the current token makes the next `get` refresh it.
+            Undo the set-up with `git config --global --unset-all credential.URL.helper`.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("get, store, erase (git's operations), or setup.", valueName: "operation"))
+    var operation: String
+
+    @Argument(help: ArgumentHelp("For setup: the URL of the git host, https://HOST[:PORT].", valueName: "url"))
+    var url: String?
+
+    func validate() throws {
+        guard ["get", "store", "erase", "setup"].contains(operation) else {
+            throw ValidationError("the operation is get, store, erase or setup")
+        }
+        if operation == "setup" && url == nil { throw ValidationError("setup needs the URL of the git host") }
+        if operation != "setup" && url != nil { throw ValidationError("\(operation) takes no URL: git writes the request on standard input") }
+    }
+
+    func run() async throws {
+        if operation == "setup" {
+            try await setUp(url!)
+        } else {
+            try await Self.answer(global.settings, operation: operation)
+        }
+    }
+
+    private func setUp(_ text: String) async throws {
+        let (url, host) = try GitHost.parse(setupURL: text)
+        let controller = try global.makeController()
+        let added = try controller.addGitHost(host)
+        guard let binary = ProcessEnvironment.executablePath else {
+            throw AuthError.unavailable("cannot tell where this authctl is (/proc/self/exe); git needs its absolute path")
+        }
+        let base = url.rawValue.hasSuffix("/") ? String(url.rawValue.dropLast()) : url.rawValue
+        try await GitConfiguration.setCredentialHelper(
+            for: base, to: "!\(Self.shellQuoted(binary)) --service \(controller.service) git-credential")
+        try Output.line(added ? "git now gets the access token of \(controller.service) for \(host)."
+                              : "git already gets the access token of \(controller.service) for \(host).")
+    }
+
+    /// `text` in single quotes for the shell git runs the helper with.
+    static func shellQuoted(_ text: String) -> String {
+        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
+    /// The operation git asked for, with its request on standard input; also for ``FastPath``.
+    static func answer(_ global: GlobalSettings, operation: String) async throws {
+        let request = try GitCredentialRequest(reading: .standardInput)
+        guard operation != "store" else { return }
+        guard let host = request.host, request.isSafeTransport else { return }
+        // Never the unlock prompt: git may run with nobody at the screen.
+        var settings = global
+        settings.noPrompt = true
+        let controller = try settings.makeController()
+        guard try controller.gitHosts().contains(host) else { return }
+        if operation == "erase" {
+            if let password = request.password { try controller.expireAccessToken(password) }
+            return
+        }
+        let token: AuthController.AccessToken
+        do {
+            token = try await controller.accessToken()
+        } catch {
+            switch error {
+            case .notSignedIn, .denied, .invalidInput:
+                Output.diagnostic("git gets no token for \(host): \(Output.words(error.explanation)) (`authctl --service \(controller.service) sign-in`)")
+                return
+            default:
+                throw error
+            }
+        }
+        for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
+        var answer = ["username=\(request.username ?? token.user.rawValue)", "password=\(token.token)"]
+        if let expiresAt = token.expiresAt { answer.append("password_expiry_utc=\(Int64(expiresAt.timeIntervalSince1970))") }
+        for line in answer { try Output.line(line) }
+    }
+}
+
+/// What git wrote to its helper (`git-credential(1)`, "INPUT/OUTPUT FORMAT"): `key=value` lines
+/// up to a blank line or the end of the input; unknown keys are ignored.
+struct GitCredentialRequest {
+    private(set) var values: [String: String] = [:]
+
+    var host: String? { values["host"] }
+    var username: String? { values["username"] }
+    var password: String? { values["password"] }
+
+    /// `https`, or `http` to a loopback host: a token never travels in the clear off the machine.
+    var isSafeTransport: Bool {
+        switch values["protocol"] {
+        case "https": return true
+        case "http": return host.flatMap { try? ServerURL(validating: "http://\($0)/") }?.isLoopback ?? false
+        default: return false
+        }
+    }
+
+    /// Reads at most 64 KiB; a line without `=`, or a value with a NUL, is refused as git
+    /// refuses it.
+    init(reading descriptor: FileDescriptor) throws(AuthError) {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= 64 * 1024 {
+            let count: Int
+            do {
+                count = try chunk.withUnsafeMutableBytes { try descriptor.read(into: $0) }
+            } catch {
+                throw .settingsIO("cannot read git's request on standard input: \(error)")
+            }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            if bytes.count >= 2 && bytes.suffix(2) == [0x0A, 0x0A] { break }
+        }
+        guard bytes.count <= 64 * 1024 else { throw .invalidInput("git's request is over 64 KiB") }
+        try self.init(parsing: bytes)
+    }
+
+    init(parsing bytes: [UInt8]) throws(AuthError) {
+        for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            if line.isEmpty { break }
+            guard let equals = line.firstIndex(of: UInt8(ascii: "=")) else {
+                throw .invalidInput("git's request has a line without '=': it is not a credential request")
+            }
+            guard !line.contains(0) else { throw .invalidInput("git's request has a value with a NUL byte") }
+            let key = String(decoding: line[..<equals], as: UTF8.self)
+            let value = String(decoding: line[(equals + 1)...], as: UTF8.self)
+            // A repeated key: the last value, as git reads its own.
+            values[key] = value
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import AuthController
+import DesktopSandbox
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `authctl serve` while a `GetToken` waits for a keyring daemon that does not answer: the
+/// refresh has changed nothing yet, so `GetStatus` of the same service still answers from what
+/// serve knows, at once.
+@Suite("serve: GetStatus while a GetToken of the same service waits for a stopped keyring")
+struct ServeHungKeyringTests {
+    @Test("with the keyring stopped, GetStatus of a bound service is answered at once while its GetToken waits")
+    func getStatusWhileGetTokenWaits() async throws {
+        let server = try await TokenServer()
+        try server.configure(["accounts": ["alice": "pw"]])
+        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox)
+        try await scenario.authctl("sign-in", "alice", "--server", server.json, "--protocol", "json", "--password-stdin", stdin: "pw").expect(0)
+        let (serve, _) = try await scenario.startServe()
+        defer { serve.signal(SIGKILL) }
+        // Serve answers GetStatus from the state a re-read stored, which its object shows once
+        // it is stored: the keyring is stopped only after that.
+        let known = await eventually(within: .seconds(20)) { ((try? await scenario.sessionProperties(scenario.service)) ?? [:])["User"] == "alice" }
+        try #require(known, "serve's object does not show alice: \(serve.stderr)")
+
+        let daemon = try #require(sandbox.keyringProcessID)
+        kill(daemon, SIGSTOP)
+        defer { kill(daemon, SIGCONT) }
+        let monitor = try await BusMonitor(scenario, rules: ["type='method_call',interface='\(ServeBus.interface)',member='GetToken'"])
+        // It reads the tokens from the keyring, which answers nothing: the call waits for the
+        // keyring's deadline.
+        let getToken = try await Spawned(try which("gdbus", package: "libglib2.0-bin"),
+                                         ["call", "--session", "--dest", ServeBus.name, "--object-path", ServeBus.path,
+                                          "--method", ServeBus.interface + ".GetToken", scenario.service, "60"],
+                                         input: nil, environment: scenario.environment)
+        // Serve received the GetToken before the GetStatus: the bus delivers them in this order.
+        let sent = await monitor.wait { $0.kind == "method call" && $0.member == "GetToken" }
+        #expect(sent.count == 1, "\(monitor.messages)")
+
+        let status = try await scenario.call("GetStatus", scenario.service)
+        #expect(status.status == 0, "\(status)\n\(serve.stderr)")
+        #expect(GVariantText.dictionary(status.stdout)["user"] == "alice", "\(status)")
+        // A keyring call's deadline is 5 s: an answer sooner did not wait for the keyring (the
+        // rest of the margin is for starting gdbus on a loaded machine).
+        #expect(status.seconds < 4, "\(status)")
+        print("serve: GetStatus answered in \(status.seconds) s while GetToken waited for the stopped keyring")
+        _ = await getToken.wait(timeout: 30)
+    }
+}
