@@ -508,10 +508,12 @@ struct OpenIDFaultTests {
         (#"{"id_token_signing": "hs256"}"#, "HS256"),
         (#"{"id_token_header": {"kid": "k9"}}"#, "k9"),
         (#"{"id_token_claims": {"iss": "http://127.0.0.1:1/p"}}"#, "iss"),
-        (#"{"id_token_claims": {"aud": "someone-else"}}"#, "aud"),
+        (#"{"id_token_claims": {"aud": "someone-else"}}"#, "another client"),
         (#"{"id_token_claims": {"aud": ["scripted-client", "someone-else"]}}"#, "azp"),
         (#"{"id_token_claims": {"exp": {"$now": -600}, "iat": {"$now": -900}}}"#, "exp"),
-        (#"{"id_token_claims": {"iat": {"$now": 900}}}"#, "iat"),
+        (#"{"id_token_claims": {"iat": {"$now": 900}}}"#, "ahead"),
+        (#"{"script": {"token": [{"tokens": {"id_token": "not.a-jws"}}]}}"#, "JWS"),
+        (#"{"script": {"token": [{"tokens": {"id_token": "abc"}}]}}"#, "JWS"),
         (#"{"id_token_claims": {"nonce": "not-the-one-sent"}}"#, "nonce"),
         (#"{"id_token_claims": {"nonce": null}}"#, "nonce"),
     ])
@@ -547,17 +549,65 @@ struct OpenIDFaultTests {
         #expect(run.status == 0, "\(run)")
         let before = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
         try await provider.configure(["id_token_claims": ["sub": "sub-mallory"]])
-        // While the stored access token lives, a failed refresh prints it anyway, with a warning.
-        let forced = try await scenario.authctl("token", "--refresh")
-        #expect(forced.status == 0, "\(forced)")
-        #expect(forced.stderr.contains("another subject"), "\(forced)")
+        // Once the stored access token has expired, nothing can be printed instead.
         try await Task.sleep(for: .seconds(3))
         let due = try await scenario.authctl("token")
         #expect(due.status == 76, "\(due)")
         #expect(due.stderr.contains("another subject"), "\(due)")
-        #expect(try await provider.tokenRequests("refresh").count == 2)
+        #expect(try await provider.tokenRequests("refresh").count == 1)
         let after = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
         #expect(after.stdout == before.stdout)
         #expect(try await scenario.authctl("status").status == 0)
+    }
+
+    @Test("the signing keys failing (69), missing (76) or not a key set (76): nothing stored", arguments: [
+        (#"{"status": 500, "body": "down"}"#, Int32(69)),
+        (#"{"status": 404, "body": "gone"}"#, Int32(76)),
+        (#"{"status": 200, "body": "not JSON"}"#, Int32(76)),
+        (#"{"status": 200, "json": {"keys": []}}"#, Int32(76)),
+        (#"{"oversized": 70000}"#, Int32(76)),
+    ])
+    func signingKeysFail(_ answer: String, _ code: Int32) async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"id_token": true, "script": {"jwks": [\#(answer), \#(answer)]}}"#)
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("sign-in", "--timeout", "30")
+        #expect(run.status == code, "\(run)")
+        try await expectNothingStored(scenario)
+    }
+
+    @Test("an ID token naming a key the last fetch did not have: the keys are fetched again, and the sign-in goes on")
+    func keyRotated() async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"id_token": true, "script": {"jwks": [{"status": 200, "json": {"keys": [{"kty": "oct", "kid": "old", "k": "AAAA"}]}}]}}"#)
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("sign-in", "--timeout", "30")
+        #expect(run.status == 0, "\(run)")
+        #expect(try await provider.count("jwks") == 2)
+    }
+
+    @Test("a refresh: without an ID token the stored one stays; a new one may carry a nonce; one that fails a check changes nothing (the valid stored token is printed, with a warning)")
+    func refreshIDTokens() async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"id_token": true}"#)
+        let scenario = try await bound(provider)
+        #expect(try await scenario.authctl("sign-in", "--timeout", "30").status == 0)
+        let first = try await scenario.authctl("token", "--id-token")
+        try await provider.configure(json: #"{"script": {"token": [{"tokens": {"id_token": null}}]}}"#)
+        #expect(try await scenario.authctl("token", "--refresh").status == 0)
+        let kept = try await scenario.authctl("token", "--id-token")
+        #expect(kept.output == first.output, "\(kept)")
+        try await provider.configure(json: #"{"id_token_claims": {"nonce": "from-the-first-sign-in"}}"#)
+        let withNonce = try await scenario.authctl("token", "--refresh")
+        #expect(withNonce.status == 0, "\(withNonce)")
+        let renewed = try await scenario.authctl("token", "--id-token")
+        #expect(renewed.output != first.output, "\(renewed)")
+        let before = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
+        try await provider.configure(json: #"{"id_token_signing": "tampered", "id_token_claims": {}}"#)
+        let tampered = try await scenario.authctl("token", "--refresh")
+        #expect(tampered.status == 0, "\(tampered)")
+        #expect(tampered.stderr.contains("signature"), "\(tampered)")
+        let after = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
+        #expect(after.stdout == before.stdout)
     }
 }
