@@ -189,7 +189,7 @@ struct OpenIDFaultTests {
 
     // MARK: - The code exchange
 
-    @Test("the token endpoint refuses the code: invalid_grant 77, another error 69, a 5xx 69, a token type other than Bearer 76", arguments: [
+    @Test("the token endpoint refuses the code: invalid_grant 77, another error 69, a 5xx 69, a token type other than Bearer 76, no answer 69, too late 75", arguments: [
         (#"[{"status": 400, "json": {"error": "invalid_grant", "error_description": "code expired"}}]"#, Int32(77), "did not accept"),
         (#"[{"status": 401, "json": {"error": "invalid_client", "error_description": "who\u001b[2J are you"}}]"#, Int32(69), "who[2J are you"),
         (#"[{"status": 400, "body": "no JSON here"}]"#, Int32(69), "HTTP 400"),
@@ -197,12 +197,14 @@ struct OpenIDFaultTests {
         (#"[{"tokens": {"token_type": "mac"}}]"#, Int32(76), "'mac'"),
         (#"[{"tokens": {"access_token": null}}]"#, Int32(76), "without an access token"),
         (#"[{"oversized": 70000}]"#, Int32(76), "64 KiB"),
+        (#"[{"drop": true}]"#, Int32(69), "authctl: "),
+        (#"[{"delay": 5, "default": true}]"#, Int32(75), "authctl: "),
     ])
     func codeExchangeRefused(_ script: String, _ code: Int32, _ mention: String) async throws {
         let provider = try await ScriptedProvider()
         try await provider.configure(json: #"{"script": {"token": \#(script)}}"#)
         let scenario = try await bound(provider)
-        let run = try await scenario.authctl("sign-in", "--timeout", "30")
+        let run = try await scenario.authctl("--server-timeout", "2", "sign-in", "--timeout", "30")
         #expect(run.status == code, "\(run)")
         #expect(run.stderr.contains(mention), "\(run)")
         #expect(!run.stderr.contains("\u{1b}"), "\(run)")
@@ -436,18 +438,19 @@ struct OpenIDFaultTests {
         try await expectNothingStored(scenario)
     }
 
-    @Test("userinfo failing (69) or answering nonsense (76): nothing stored", arguments: [
+    @Test("userinfo failing (69), answering nonsense (76) or too late (75): nothing stored", arguments: [
         (#"{"status": 500, "body": "down"}"#, Int32(69)),
         (#"{"status": 200, "body": "not JSON"}"#, Int32(76)),
         (#"{"status": 200, "body": "[\"sub\"]"}"#, Int32(76)),
         (#"{"oversized": 70000}"#, Int32(76)),
         (#"{"status": 401, "json": {"error": "invalid_token"}}"#, Int32(76)),
+        (#"{"delay": 5, "default": true}"#, Int32(75)),
     ])
     func userinfoFails(_ answer: String, _ code: Int32) async throws {
         let provider = try await ScriptedProvider()
         try await provider.configure(json: #"{"script": {"userinfo": [\#(answer)]}}"#)
         let scenario = try await bound(provider)
-        let run = try await scenario.authctl("sign-in", "--flow", "device", "--timeout", "30")
+        let run = try await scenario.authctl("--server-timeout", "2", "sign-in", "--flow", "device", "--timeout", "30")
         #expect(run.status == code, "\(run)")
         try await expectNothingStored(scenario)
     }
