@@ -589,6 +589,20 @@ struct OpenIDFaultTests {
         #expect(try await provider.count("jwks") == 2)
     }
 
+    @Test("ID tokens that pass: no kid with a one-key set; a nonce in the device flow, which sends none", arguments: [
+        (#"{"id_token_header": {"kid": null}}"#, "browser"),
+        (#"{"id_token_claims": {"nonce": "anything"}}"#, "device"),
+    ])
+    func acceptedIDTokens(_ configuration: String, _ flow: String) async throws {
+        let provider = try await ScriptedProvider()
+        try await provider.configure(json: #"{"id_token": true}"#)
+        try await provider.configure(json: configuration)
+        let scenario = try await bound(provider)
+        let run = try await scenario.authctl("sign-in", "--flow", flow, "--timeout", "30")
+        #expect(run.status == 0, "\(run)")
+        #expect(try await provider.count("userinfo") == 0)
+    }
+
     @Test("a refresh: without an ID token the stored one stays; a new one may carry a nonce; one that fails a check changes nothing (the valid stored token is printed, with a warning)")
     func refreshIDTokens() async throws {
         let provider = try await ScriptedProvider()
