@@ -257,20 +257,27 @@ extension AuthController {
         let timeout = start.addingClamped(UInt64(request.timeout.seconds * 1_000_000))
         var interval = authorization.interval
         var wait = interval
+        let end = min(codeExpiry, timeout)
         while true {
-            let wakeAt = clock().addingClamped(wait * 1_000_000)
-            if wakeAt > min(codeExpiry, timeout) {
+            let now = clock()
+            let wakeAt = now.addingClamped(wait * 1_000_000)
+            // When no poll fits before the end, the person still has until the end: the wait
+            // ends when the time given has passed, not when it is known it will.
+            let sleepUntil = min(wakeAt, end)
+            do {
+                try await Task.sleep(for: .microseconds(sleepUntil > now ? sleepUntil - now : 0))
+            } catch {
+                throw .temporaryFailure("the sign-in was cancelled")
+            }
+            if wakeAt > end {
                 if codeExpiry <= timeout {
                     throw .temporaryFailure("the device code expired before the sign-in was approved; \(hint: .signInAgain)")
                 }
                 throw .temporaryFailure("the sign-in was not approved within \(formatSeconds(request.timeout.seconds)) s; \(hint: .raiseSignInTimeout)")
             }
-            do {
-                try await Task.sleep(for: .seconds(Double(wait)))
-            } catch {
-                throw .temporaryFailure("the sign-in was cancelled")
-            }
-            switch try await client.poll(authorization) {
+            // At least a second, so a poll that starts just before the end still has a chance.
+            let left = Double(end > clock() ? end - clock() : 0) / 1_000_000
+            switch try await client.poll(authorization, within: max(left, 1)) {
             case .tokens(let grant): return grant
             case .pending: wait = interval
             case .slowDown:

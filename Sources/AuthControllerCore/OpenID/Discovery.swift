@@ -5,7 +5,7 @@ import FoundationEssentials
 struct Discovery {
     let exchange: TokenExchange
 
-    /// The members authctl reads; one of the wrong type makes the document not understood.
+    /// The members authctl reads; one of the wrong type is named in the refusal.
     private struct Document: Decodable {
         var issuer: String?
         var authorization_endpoint: String?
@@ -15,6 +15,33 @@ struct Discovery {
         var revocation_endpoint: String?
         var jwks_uri: String?
         var authorization_response_iss_parameter_supported: Bool?
+        /// The first member read whose value is of the wrong type (null counts as absent).
+        var mistyped: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case issuer, authorization_endpoint, token_endpoint, device_authorization_endpoint, userinfo_endpoint
+            case revocation_endpoint, jwks_uri, authorization_response_iss_parameter_supported
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            var mistyped: String?
+            func value<Value: Decodable>(_ key: CodingKeys, _ type: Value.Type) -> Value? {
+                guard container.contains(key), (try? container.decodeNil(forKey: key)) == false else { return nil }
+                if let value = try? container.decode(type, forKey: key) { return value }
+                if mistyped == nil { mistyped = key.rawValue }
+                return nil
+            }
+            issuer = value(.issuer, String.self)
+            authorization_endpoint = value(.authorization_endpoint, String.self)
+            token_endpoint = value(.token_endpoint, String.self)
+            device_authorization_endpoint = value(.device_authorization_endpoint, String.self)
+            userinfo_endpoint = value(.userinfo_endpoint, String.self)
+            revocation_endpoint = value(.revocation_endpoint, String.self)
+            jwks_uri = value(.jwks_uri, String.self)
+            authorization_response_iss_parameter_supported = value(.authorization_response_iss_parameter_supported, Bool.self)
+            self.mistyped = mistyped
+        }
     }
 
     /// The provider at `issuer`. A 4xx or a document that breaks a rule is
@@ -35,6 +62,9 @@ struct Discovery {
         }
         func refuse(_ field: String, _ problem: String) -> AuthError {
             .protocolError("the OpenID provider \(issuer) has a discovery document whose '\(field)' \(problem)")
+        }
+        if let field = document.mistyped {
+            throw refuse(field, field == "authorization_response_iss_parameter_supported" ? "is not true or false" : "is not a string")
         }
         guard let spelledIssuer = document.issuer else { throw refuse("issuer", "is missing") }
         guard Self.sameIssuer(spelledIssuer, issuer) else {

@@ -107,12 +107,16 @@ struct OpenIDClient: Sendable {
         case noAnswer
     }
 
-    /// Asks once whether the person has approved the device code.
-    func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> Poll {
+    /// Asks once whether the person has approved the device code, waiting for the answer at
+    /// most `seconds` (and never longer than the server deadline): a slow answer must not hold
+    /// the sign-in past the time the person was given.
+    func poll(_ authorization: DeviceAuthorization, within seconds: Double) async throws(AuthError) -> Poll {
         var body = FormBody()
         body.add("grant_type", "urn:ietf:params:oauth:grant-type:device_code")
         body.add("device_code", authorization.deviceCode)
         body.add("client_id", clientID)
+        let exchange = TokenExchange(binding: exchange.binding, transport: exchange.transport,
+                                     timeout: min(exchange.timeout, seconds), clock: exchange.clock)
         let sent: (HTTPResponse, arrivedAt: UInt64, serverDate: UInt64?)
         do {
             sent = try await exchange.post(provider.tokenEndpoint.rawValue, contentType: Self.form, body: body.bytes)

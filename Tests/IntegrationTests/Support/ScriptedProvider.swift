@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The scripted OpenID Connect provider (`scripted_provider.py` beside this file) on 127.0.0.1:
+/// every endpoint answers as the test configures it, faults included, and every request is
+/// logged. Its authorization endpoint redirects straight back, so the browser flow needs no
+/// person: `scripted_browser` plays the browser.
+final class ScriptedProvider: @unchecked Sendable {
+    // Sendable: every property is set in init and never changes; `Process` is thread-safe
+    // for `terminate` and the pipe is only closed in `stop`.
+    let port: Int
+    private let process: Process
+    private let stdin: Pipe
+
+    /// The client id the tests bind with; the ID tokens' audience.
+    static let clientID = "scripted-client"
+
+    /// Starts the provider with the identity provider's Python (which has `cryptography` to sign
+    /// ID tokens) and returns once it accepts connections, at most 30 s later.
+    init() async throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("scripted_provider.py").path
+        let process = Process()
+        self.process = process
+        process.executableURL = URL(fileURLWithPath: try IdentityProvider.python())
+        process.arguments = [script]
+        stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(30))
+        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
+            if process.isRunning { process.terminate() }
+            Issue.record("the scripted provider did not start within 30 s: \(text)")
+            throw CocoaError(.fileReadUnknown)
+        }
+        self.port = port
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        try? stdin.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+    }
+
+    /// The issuer, as discovery spells it unless told otherwise.
+    var issuer: String { "http://127.0.0.1:\(port)/p" }
+
+    /// The program to give authctl as `BROWSER`.
+    static var browser: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("scripted_browser").path
+    }
+
+    /// Merges `settings` into the provider's configuration (see `scripted_provider.py`).
+    func configure(_ settings: [String: Any]) async throws {
+        _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
+    }
+
+    /// Merges the configuration written as a JSON object.
+    func configure(json: String) async throws {
+        _ = try await control("/_config", body: Data(json.utf8))
+    }
+
+    /// Every request so far: `endpoint` (discovery, jwks, authorize, token, device, userinfo,
+    /// revoke), `method`, `query`, `fields` (the form), `authorization`, `accept`, `userAgent`, `time` (seconds since the
+    /// epoch, when it arrived), and for the token endpoint `grant` (code, device_poll, refresh) and
+    /// `answered` (`tokens`, or the status of a scripted answer).
+    func log() async throws -> [[String: Any]] {
+        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
+    }
+
+    /// The requests to the token endpoint with `grant`, in order.
+    func tokenRequests(_ grant: String) async throws -> [[String: Any]] {
+        try await log().filter { $0["endpoint"] as? String == "token" && $0["grant"] as? String == grant }
+    }
+
+    func count(_ endpoint: String) async throws -> Int {
+        try await log().filter { $0["endpoint"] as? String == endpoint }.count
+    }
+
+    private func control(_ path: String, body: Data? = nil) async throws -> Data {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = body
+        }
+        let (data, answer) = try await URLSession.shared.data(for: request)
+        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
+            Issue.record("the scripted provider answered \(path) with \(String(decoding: data, as: UTF8.self))")
+            throw CocoaError(.fileReadUnknown)
+        }
+        return data
+    }
+}
