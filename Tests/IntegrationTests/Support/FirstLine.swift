@@ -23,3 +23,25 @@ func firstLine(of process: Process, printedTo stdout: Pipe, within limit: Durati
 private final class Printed: Sendable {
     let data = Mutex(Data())
 }
+
+/// The Python test servers that import Django or `cryptography` take a second or two of CPU to
+/// start; a dozen tests starting theirs at once on two cores made each wait half a minute. At
+/// most two start at a time (the wait for a slot is not counted in their start-up deadline).
+actor ServerStarts {
+    static let shared = ServerStarts()
+    private var starting = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `start` (launch, then wait for the first line) in one of the two slots.
+    func one<T: Sendable>(_ start: @Sendable () async throws -> T) async rethrows -> T {
+        if starting >= 2 {
+            await withCheckedContinuation { waiting.append($0) }
+        } else {
+            starting += 1
+        }
+        defer {
+            if waiting.isEmpty { starting -= 1 } else { waiting.removeFirst().resume() }
+        }
+        return try await start()
+    }
+}

@@ -90,8 +90,10 @@ final class IdentityProvider: @unchecked Sendable {
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(60))
+        let text = try await ServerStarts.shared.one { () async throws -> String in
+            try process.run()
+            return await firstLine(of: process, printedTo: stdout, within: .seconds(60))
+        }
         guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
             if process.isRunning { process.terminate() }
             let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
