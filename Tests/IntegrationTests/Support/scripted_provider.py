@@ -21,8 +21,8 @@ a member), or {"default": true} for the normal answer. Once the list is empty th
 normally.
 
 It prints "listening PORT" on its first line once it accepts connections. It signs ID tokens with
-`cryptography` (the identity provider's virtual environment has it); without it, it still runs,
-and a test that asks for an ID token gets a refusal in the log.
+`cryptography` (the identity provider's virtual environment has it, and ScriptedProvider.swift
+starts it with that Python); without it, it still runs, but issues no ID token and serves no key.
 """
 import base64
 import email.utils
@@ -220,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, {"error": "authorization_pending"})
         answer = {"access_token": "access-%d" % number, "token_type": "Bearer", "expires_in": 300,
                   "refresh_token": "refresh-%d" % number, "scope": "openid profile email"}
-        if wants_id_token:
+        if wants_id_token and signing_key:
             answer["id_token"] = id_token(self.port, nonce)
         answer = merged(answer, extra or {})
         with lock:
