@@ -19,7 +19,8 @@ final class ScriptedProvider: @unchecked Sendable {
     static let clientID = "scripted-client"
 
     /// Starts the provider with the identity provider's Python (which has `cryptography` to sign
-    /// ID tokens) and returns once it accepts connections, at most 30 s later.
+    /// ID tokens) and returns once it accepts connections, at most 60 s later (a loaded machine
+    /// starting dozens of Pythons at once).
     init() async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("scripted_provider.py").path
         let process = Process()
@@ -31,10 +32,10 @@ final class ScriptedProvider: @unchecked Sendable {
         process.standardInput = stdin
         process.standardOutput = stdout
         try process.run()
-        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(30))
+        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(60))
         guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
             if process.isRunning { process.terminate() }
-            Issue.record("the scripted provider did not start within 30 s: \(text)")
+            Issue.record("the scripted provider did not start within 60 s: \(text)")
             throw CocoaError(.fileReadUnknown)
         }
         self.port = port
