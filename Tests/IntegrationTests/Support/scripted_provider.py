@@ -21,8 +21,8 @@ a member), or {"default": true} for the normal answer. Once the list is empty th
 normally.
 
 It prints "listening PORT" on its first line once it accepts connections. It signs ID tokens with
-`cryptography` (the identity provider's virtual environment has it); without it, it still runs,
-and a test that asks for an ID token gets a refusal in the log.
+`cryptography` (the identity provider's virtual environment has it, and ScriptedProvider.swift
+starts it with that Python); without it, it still runs, but issues no ID token and serves no key.
 """
 import base64
 import email.utils
@@ -42,10 +42,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 try:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding, rsa
-    signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 except ImportError:
-    signing_key = other_key = None
+    rsa = None
+keys = {}
+keys_lock = threading.Lock()
+
+
+def key(name):
+    """The RSA key `name` ("signing" or "other"), made on first use: dozens of providers start at
+    once in a test run, and most never sign anything. None without `cryptography`."""
+    if rsa is None:
+        return None
+    with keys_lock:
+        if name not in keys:
+            keys[name] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return keys[name]
 
 lock = threading.Lock()
 config = {
@@ -116,10 +127,9 @@ def id_token(port, nonce):
     if signing == "none":
         return signed.decode() + "."
     if signing == "hs256":
-        secret = jwk(signing_key)["n"].encode()
+        secret = jwk(key("signing"))["n"].encode()
         return signed.decode() + "." + b64(hmac.new(secret, signed, hashlib.sha256).digest())
-    key = other_key if signing == "other_key" else signing_key
-    signature = key.sign(signed, padding.PKCS1v15(), hashes.SHA256())
+    signature = key("other" if signing == "other_key" else "signing").sign(signed, padding.PKCS1v15(), hashes.SHA256())
     if signing == "tampered":
         claims["sub"] = "sub-mallory"
         signed = (b64(json.dumps(header).encode()) + "." + b64(json.dumps(claims).encode())).encode()
@@ -191,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         }, overrides))
 
     def jwks(self, _, entry):
-        self.reply(200, {"keys": [jwk(signing_key)] if signing_key else []})
+        self.reply(200, {"keys": [jwk(key("signing"))] if rsa else []})
 
     def authorize(self, query, entry):
         with lock:
@@ -220,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, {"error": "authorization_pending"})
         answer = {"access_token": "access-%d" % number, "token_type": "Bearer", "expires_in": 300,
                   "refresh_token": "refresh-%d" % number, "scope": "openid profile email"}
-        if wants_id_token:
+        if wants_id_token and rsa:
             answer["id_token"] = id_token(self.port, nonce)
         answer = merged(answer, extra or {})
         with lock:
