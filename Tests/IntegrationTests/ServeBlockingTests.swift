@@ -15,7 +15,7 @@ struct ServeBlockingTests {
     /// A private bus and keyring, a scenario in it where alice is signed in, and a running
     /// `serve` whose object shows her (its state is known).
     func servingAlice() async throws -> (DesktopSandbox, Scenario, Spawned) {
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
         let (serve, _) = try await scenario.startServe()
@@ -112,7 +112,7 @@ struct ServeBlockingTests {
 struct ServeKnownStateTests {
     @Test("the keyring locked after the re-read: GetStatus says so at once")
     func keyringLockedAfterTheReread() async throws {
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)

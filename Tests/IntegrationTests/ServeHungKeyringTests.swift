@@ -15,7 +15,7 @@ struct ServeHungKeyringTests {
     func getStatusWhileGetTokenWaits() async throws {
         let server = try await TokenServer()
         try server.configure(["accounts": ["alice": "pw"]])
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--server", server.json, "--protocol", "json", "--password-stdin", stdin: "pw").expect(0)

@@ -10,7 +10,7 @@ import Testing
 struct ServeProbeTests {
     /// A private bus and keyring, a scenario in it, and a running `serve` that owns its name.
     func serving(_ arguments: [String] = []) async throws -> (DesktopSandbox, Scenario, Spawned) {
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         let scenario = try await Scenario(sandbox: sandbox)
         let serve = try await scenario.start(["serve"] + arguments)
         let owned = try await scenario.gdbus("wait", "--session", "--timeout", "20", LoginService.busName)
@@ -61,7 +61,7 @@ struct ServeProbeTests {
         defer { try? FileManager.default.removeItem(at: services) }
         try "[D-BUS Service]\nName=\(LoginService.busName)\nExec=\(Scenario.binary) serve --idle-exit 30\n"
             .write(to: services.appendingPathComponent("\(LoginService.busName).service"), atomically: true, encoding: .utf8)
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20, serviceDirectories: [services.path])
+        let sandbox = try await DesktopSandbox.started(serviceDirectories: [services.path])
         defer { sandbox.stop() }
         var scenario = try await Scenario(sandbox: sandbox)
         // The activated serve has the bus daemon's environment, so the sandbox's settings folder.
@@ -84,7 +84,7 @@ extension ServeProbeTests {
 
     @Test("no keyring, then one, then none again: the service keeps its object, which shows what the keyring tells once it is there")
     func keyringComesAndGoes() async throws {
-        let sandbox = try await DesktopSandbox.started(keyring: false, startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started(keyring: false)
         defer { sandbox.stop() }
         var scenario = try await Scenario(sandbox: sandbox)
         let server = try await TokenServer()

@@ -21,7 +21,7 @@ struct ServeShutdownTests {
     /// A private bus and keyring, `count` services sharing one settings folder, each with alice
     /// signed in at `server` with an access token that is already due.
     func signedIn(at server: TokenServer, count: Int = serviceCount) async throws -> (DesktopSandbox, Scenario, [String]) {
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         let base = try await Scenario(sandbox: sandbox)
         try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 1, "refresh_lifetime": 3600])
         let services = (0..<count).map { "\(base.service)-\($0)" }

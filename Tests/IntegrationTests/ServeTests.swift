@@ -51,7 +51,7 @@ actor OwnSandbox {
         let turn = await gate.next()
         defer { turn.finish() }
         await turn.wait()
-        return try await DesktopSandbox.started(startupTimeout: 20)
+        return try await DesktopSandbox.started()
     }
 
     struct Turn {

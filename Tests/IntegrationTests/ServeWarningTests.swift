@@ -12,7 +12,7 @@ import Glibc
 struct ServeWarningTests {
     @Test("a SignOut whose revocation times out signs out, and serve's stderr says the refresh token was not revoked")
     func revocationWarning() async throws {
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
         let server = try await TokenServer()

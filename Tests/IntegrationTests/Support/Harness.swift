@@ -15,7 +15,7 @@ import Glibc
 /// settings folder. A missing daemon fails the tests: they never skip.
 enum SharedSandbox {
     private static let instance = Task { () async throws -> DesktopSandbox in
-        let sandbox = try await DesktopSandbox.started(startupTimeout: 20)
+        let sandbox = try await DesktopSandbox.started()
         // In-process library tests name the sandbox's bus (`busAddress:`); this process's
         // environment is left alone.
         // No tear-down is needed (Swift Testing has none): when the test process exits, the
@@ -30,8 +30,9 @@ enum SharedSandbox {
 
 extension DesktopSandbox {
     /// Starts a sandbox with this process's `TMPDIR` and `PATH`. A test's own sandbox is set-up,
-    /// not what it tests: on a loaded 2-core machine a dozen start at once, so they get 20 s.
-    static func started(keyring: Bool = true, startupTimeout: Double = 20, serviceDirectories: [String] = []) async throws -> DesktopSandbox {
+    /// not what it tests: on a 2-core machine a dozen start at once, beside the OpenID tests' Python
+    /// providers, so they get 45 s.
+    static func started(keyring: Bool = true, startupTimeout: Double = 45, serviceDirectories: [String] = []) async throws -> DesktopSandbox {
         let variables = ProcessInfo.processInfo.environment
         return try await DesktopSandbox.start(keyring: keyring, startupTimeout: startupTimeout,
                                               temporaryDirectory: variables["TMPDIR"], searchPath: variables["PATH"],
