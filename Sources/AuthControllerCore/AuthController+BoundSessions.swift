@@ -260,11 +260,14 @@ extension AuthController {
         return expiresAt <= now || expiresAt < now.addingClamped(threshold.multipliedClamped(by: 1_000_000))
     }
 
-    /// Whether the session's ID token expires within `minValid` seconds, by the server's clock.
+    /// Whether the session's ID token expires within the threshold, by the server's clock:
+    /// `minValid` seconds, capped at half its lifetime (`exp` − `iat`), as for the access token.
     private func idTokenIsDue(_ session: Session, minValid: UInt64) -> Bool {
         guard let idToken = session.tokens.idToken, let expiry = JWT.expiry(of: idToken) else { return false }
+        var threshold = minValid.multipliedClamped(by: 1_000_000)
+        if let issuedAt = JWT.issuedAt(of: idToken), expiry > issuedAt { threshold = min(threshold, (expiry - issuedAt) / 2) }
         let serverNow = clock().subtractingClamped(-session.times.clockOffset * 1_000_000)
-        return expiry < serverNow.addingClamped(minValid.multipliedClamped(by: 1_000_000))
+        return expiry < serverNow.addingClamped(threshold)
     }
 
     /// The refresh itself, holding the service's refresh lock: whoever waited for the lock

@@ -29,7 +29,15 @@ struct OpenIDTokenClient: TokenClient {
                 throw AuthError.protocolError("the refreshed ID token names another subject than the signed-in one")
             }
         } catch {
-            throw error.adding("; the stored tokens stay")
+            switch error {
+            case .unavailable, .temporaryFailure:
+                // The keys could not be fetched: the new ID token is not kept, but the access and
+                // refresh tokens are — the provider has rotated the refresh token, and dropping the
+                // new one would end the session at the next refresh.
+                grant.tokens.idToken = tokens.idToken
+            default:
+                throw error.adding("; the stored tokens stay")
+            }
         }
         return grant
     }
