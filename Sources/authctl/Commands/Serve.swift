@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             the keyring's unlock prompt (nobody asked for it): while the keyring is locked, calls \
             that need a secret fail with io.github.authctl.Error.Unavailable. No other command needs it.
             On SIGINT/SIGTERM it releases the name, answers calls still waiting for the keyring with \
-            io.github.authctl.Error.Unavailable, and lets a sign-out or token refresh under way finish.
+            io.github.authctl.Error.Unavailable, and lets a sign-out or token refresh under way finish; \
+            it sends no new refresh request, and stores what a refresh already sent gets back.
             Exit status: 0 on SIGINT/SIGTERM, when another serve --replace takes the name over, or \
             after --idle-exit; 69 when the name is taken or the session bus goes away.
             """
