@@ -42,14 +42,14 @@ struct RemoteAccountEdgeTests {
 
         // 25 s left of 60: due (the threshold is half the lifetime), printed as it is.
         try await sleepUntilWallClock(expiresAt - 25_000_000)
-        run = try await scenario.authctl("token")
+        run = try await scenario.authctlNow("token")
         #expect(run.status == 0, "\(run)")
         #expect(run.output == token, "\(run)")
-        #expect(try await scenario.authctl("status").status == 0)
+        #expect(try await scenario.authctlNow("status").status == 0)
 
         let listener = try scenario.listener()
         try await sleepUntilWallClock(expiresAt + 1_000_000)
-        run = try await scenario.authctl("token")
+        run = try await scenario.authctlNow("token")
         #expect(run.status == 77, "\(run)")
         #expect(run.stderr.contains("sign in again"), "\(run)")
         let events = try await collect(1, from: listener)
@@ -86,7 +86,7 @@ struct RemoteAccountEdgeTests {
         defer { holder.signal(SIGKILL) }
         try #require(await holder.waitForLines(1) == ["locked"], "\(holder.stderr)")
 
-        var run = try await scenario.authctl("--server-timeout", "1", "token", "--refresh")
+        var run = try await scenario.authctlNow("--server-timeout", "1", "token", "--refresh")
         #expect(run.status == 0, "\(run)")
         #expect(run.output == stored, "\(run)")
         #expect(run.stderr.contains("still valid"), "\(run)")
@@ -95,7 +95,7 @@ struct RemoteAccountEdgeTests {
 
         try await sleepUntilWallClock(expiresAt + 1_000_000)
         #expect(processExists(holder.pid), "the lock holder is gone: \(holder.stderr)")
-        run = try await scenario.authctl("--server-timeout", "1", "token")
+        run = try await scenario.authctlNow("--server-timeout", "1", "token")
         #expect(run.status == 75, "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")
         #expect(try await scenario.authctl("status").status == 0, "the session itself goes on")

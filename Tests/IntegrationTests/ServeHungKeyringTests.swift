@@ -18,7 +18,12 @@ struct ServeHungKeyringTests {
         let sandbox = try await DesktopSandbox.started()
         defer { sandbox.stop() }
         let scenario = try await Scenario(sandbox: sandbox)
+        // The keyring announces the new item a moment after it answered (on a loaded machine,
+        // seconds after): a serve that hears it forgets what it knows and reads again. So the
+        // announcement is awaited before serve starts.
+        let created = try await BusMonitor(scenario, rules: ["type='signal',interface='org.freedesktop.Secret.Collection',member='ItemCreated'"])
         try await scenario.authctl("sign-in", "alice", "--server", server.json, "--protocol", "json", "--password-stdin", stdin: "pw").expect(0)
+        #expect(await created.wait { $0.member == "ItemCreated" }.count == 1, "\(created.messages)")
         let (serve, _) = try await scenario.startServe()
         defer { serve.signal(SIGKILL) }
         // Serve answers GetStatus from the state a re-read stored, which its object shows once

@@ -108,6 +108,14 @@ struct Scenario {
         extraEnvironment["XDG_RUNTIME_DIR"] = "/nonexistent"
     }
 
+    /// Runs `authctl` at once, not behind the suite's limit on processes running together: for
+    /// a command whose moment the test chose (just before or after a token expires), which a
+    /// wait for a slot behind slow sign-ins could push past that moment.
+    @discardableResult
+    func authctlNow(_ arguments: String..., stdin: String? = nil) async throws -> Run {
+        await (try start(arguments, input: stdin.map { Array($0.utf8) })).wait()
+    }
+
     /// Starts `authctl` without waiting for it.
     func start(_ arguments: [String], input: [UInt8]? = nil) async throws -> Spawned {
         try await Spawned(Self.binary, arguments, input: input, environment: environment)
