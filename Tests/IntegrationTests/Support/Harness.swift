@@ -174,6 +174,13 @@ final class Spawned: Sendable {
     private let task: Task<Int32, Never>
     private let outputs: URL
     private let started = Date()
+    /// Set once swift-subprocess has reaped the program: its pid may then be another process's
+    /// (pids wrap at 32768, and a suite starts thousands), which a late signal must not hit.
+    private let reaped = ReapedFlag()
+
+    private final class ReapedFlag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
 
     /// Starts `path`; `input` is fed on stdin (or /dev/null when `nil`). With `terminal`, that
     /// descriptor (a pseudo-terminal) is stdin, stdout and stderr instead. With
@@ -190,7 +197,7 @@ final class Spawned: Sendable {
         if leadsProcessGroup { configuration.platformOptions.processGroupID = 0 }
         if let terminal {
             let descriptor = FileDescriptor(rawValue: terminal)
-            (pid, task) = try await Self.launch(configuration, input: FileDescriptorInput.fileDescriptor(descriptor, closeAfterSpawningProcess: false),
+            (pid, task) = try await Self.launch(configuration, reaped: reaped, input: FileDescriptorInput.fileDescriptor(descriptor, closeAfterSpawningProcess: false),
                                                 output: .fileDescriptor(descriptor, closeAfterSpawningProcess: false),
                                                 error: .fileDescriptor(descriptor, closeAfterSpawningProcess: false))
             return
@@ -200,13 +207,13 @@ final class Spawned: Sendable {
         let stderrFile = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stderr").path), .writeOnly,
                                                  options: [.create, .closeOnExec], permissions: .ownerReadWrite)
         guard let input else {
-            (pid, task) = try await Self.launch(configuration, input: NoInput.none,
+            (pid, task) = try await Self.launch(configuration, reaped: reaped, input: NoInput.none,
                                                 output: .fileDescriptor(stdoutFile, closeAfterSpawningProcess: true),
                                                 error: .fileDescriptor(stderrFile, closeAfterSpawningProcess: true))
             return
         }
         let ends = try FileDescriptor.pipe(options: .closeOnExec)
-        (pid, task) = try await Self.launch(configuration,
+        (pid, task) = try await Self.launch(configuration, reaped: reaped,
                                             input: FileDescriptorInput.fileDescriptor(ends.readEnd, closeAfterSpawningProcess: true),
                                             output: .fileDescriptor(stdoutFile, closeAfterSpawningProcess: true),
                                             error: .fileDescriptor(stderrFile, closeAfterSpawningProcess: true))
@@ -225,8 +232,8 @@ final class Spawned: Sendable {
 
     /// Starts the program in a task of its own and returns its pid once it runs, and the task,
     /// which ends with the exit status (or 128 + signal) once swift-subprocess has reaped it.
-    private static func launch(_ configuration: Configuration, input: some InputProtocol & Sendable, output: FileDescriptorOutput,
-                               error: FileDescriptorOutput) async throws -> (pid_t, Task<Int32, Never>) {
+    private static func launch(_ configuration: Configuration, reaped: ReapedFlag, input: some InputProtocol & Sendable,
+                               output: FileDescriptorOutput, error: FileDescriptorOutput) async throws -> (pid_t, Task<Int32, Never>) {
         let (started, announce) = AsyncStream.makeStream(of: pid_t.self)
         let failure = FailureBox()
         let task = Task { () -> Int32 in
@@ -235,6 +242,7 @@ final class Spawned: Sendable {
                     announce.yield(execution.processIdentifier.value)
                     announce.finish()
                 }
+                reaped.value.store(true, ordering: .releasing)
                 switch result.terminationStatus {
                 case .exited(let code): return code
                 case .signaled(let signal): return 128 + signal
@@ -255,7 +263,12 @@ final class Spawned: Sendable {
     var stdout: String { (try? String(contentsOf: outputs.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: outputs.appendingPathComponent("stderr"), encoding: .utf8)) ?? "" }
 
-    func signal(_ number: Int32) { kill(pid, number) }
+    /// Sends `number` to the program, unless it has ended and been reaped (a test's `defer` often
+    /// signals a program that is long gone).
+    func signal(_ number: Int32) {
+        guard !reaped.value.load(ordering: .acquiring) else { return }
+        kill(pid, number)
+    }
 
     /// Waits for the program, killing it (and its process group, if it leads one) after
     /// `timeout` seconds.
