@@ -95,6 +95,8 @@ struct RemoteAccountEdgeTests {
 
         try await sleepUntilWallClock(expiresAt + 1_000_000)
         #expect(processExists(holder.pid), "the lock holder is gone: \(holder.stderr)")
+        #expect(FileManager.default.fileExists(atPath: scenario.settingsFile), "the settings file is gone")
+        #expect(FileManager.default.fileExists(atPath: sandbox.directory), "the sandbox's folder is gone")
         run = try await scenario.authctlNow("--server-timeout", "1", "token")
         #expect(run.status == 75, "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")

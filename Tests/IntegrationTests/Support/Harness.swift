@@ -263,6 +263,9 @@ final class Spawned: Sendable {
     var stdout: String { (try? String(contentsOf: outputs.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: outputs.appendingPathComponent("stderr"), encoding: .utf8)) ?? "" }
 
+    /// Whether the program has ended and been reaped.
+    var hasEnded: Bool { reaped.value.load(ordering: .acquiring) }
+
     /// Sends `number` to the program, unless it has ended and been reaped (a test's `defer` often
     /// signals a program that is long gone).
     func signal(_ number: Int32) {
@@ -296,8 +299,20 @@ final class Spawned: Sendable {
 /// Runs a program to completion, at most ``ProcessSlots/width`` at once across the suite.
 func runProcess(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], timeout: Double) async throws -> Run {
     await ProcessSlots.shared.acquire()
-    defer { Task { await ProcessSlots.shared.release() } }
-    return try await Spawned(path, arguments, input: input, environment: environment).wait(timeout: timeout)
+    let spawned: Spawned
+    do {
+        spawned = try await Spawned(path, arguments, input: input, environment: environment)
+    } catch {
+        await ProcessSlots.shared.release()
+        throw error
+    }
+    let run = Task { await spawned.wait(timeout: timeout) }
+    // A slot is for a process's busy start. One still running after two seconds is waiting — for
+    // a browser, a server, a deadline — and gives its slot back: held for a minute, two such
+    // sign-ins stalled every other test's commands past the token lifetimes they were timing.
+    _ = await eventually(within: .seconds(2)) { spawned.hasEnded }
+    await ProcessSlots.shared.release()
+    return await run.value
 }
 
 /// Async tests suspend instead of blocking a thread, so Swift Testing runs them all at once;
