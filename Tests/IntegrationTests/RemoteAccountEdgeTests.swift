@@ -1,4 +1,5 @@
 import AuthController
+@testable import AuthControllerCore
 import DesktopSandbox
 import Foundation
 import Testing
@@ -59,17 +60,6 @@ struct RemoteAccountEdgeTests {
         #expect(try server.count("refresh") == 0)
     }
 
-    /// A process that takes the refresh lock of `service` in `folder` (the settings folder),
-    /// says `locked`, and keeps it — as a refresher stopped with Ctrl-Z, or hung, keeps it.
-    static let lockHolder = """
-        import fcntl, hashlib, os, sys, time
-        path = "%s/refresh-%s.lock" % (sys.argv[1], hashlib.md5(sys.argv[2].encode()).hexdigest())
-        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        print("locked", flush=True)
-        time.sleep(600)
-        """
-
     @Test("the refresh lock held beyond the wait (a refresher stopped or hung): a still-valid token is printed with a warning (0); an expired one is 75")
     func refreshLockHeld() async throws {
         let server = try await TokenServer()
@@ -81,10 +71,12 @@ struct RemoteAccountEdgeTests {
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let expiresAt = try await accessExpiry(scenario)
         let stored = try await scenario.authctl("token").output
-        let holder = try await Spawned(try which("python3", package: "python3"), ["-c", Self.lockHolder, scenario.settingsDirectory, scenario.service],
-                                       input: nil, environment: [:])
-        defer { holder.signal(SIGKILL) }
-        try #require(await holder.waitForLines(1) == ["locked"], "\(holder.stderr)")
+        // The test holds the refresh lock itself, as a refresher stopped or hung would: no
+        // helper process that could end early and let the lock go.
+        let lockPath = "\(scenario.settingsDirectory)/refresh-\(GLibText.md5Hex(scenario.service)).lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX) == 0, "cannot lock \(lockPath)")
+        defer { close(lock) }
 
         var run = try await scenario.authctlNow("--server-timeout", "1", "token", "--refresh")
         #expect(run.status == 0, "\(run)")
@@ -94,9 +86,6 @@ struct RemoteAccountEdgeTests {
         #expect(run.seconds > 5.9, "\(run)")
 
         try await sleepUntilWallClock(expiresAt + 1_000_000)
-        #expect(processExists(holder.pid), "the lock holder is gone: \(holder.stderr)")
-        #expect(FileManager.default.fileExists(atPath: scenario.settingsFile), "the settings file is gone")
-        #expect(FileManager.default.fileExists(atPath: sandbox.directory), "the sandbox's folder is gone")
         run = try await scenario.authctlNow("--server-timeout", "1", "token")
         #expect(run.status == 75, "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")
