@@ -9,14 +9,11 @@ import Testing
 /// sends HTTP Basic credentials whose password is an access token the identity provider's
 /// userinfo endpoint accepts, asked at every request. Anything else gets `401` with
 /// `WWW-Authenticate: Basic realm="git"`, so git asks its credential helpers.
-final class GitServer: @unchecked Sendable {
-    // Sendable: every property is set in init and never changes; `Process` is thread-safe
-    // for `terminate` and the pipe is only closed once, in `stop`.
-    let port: Int
+final class GitServer: Sendable {
+    private let server: ServerProcess
+    var port: Int { server.port }
     /// The folder of the bare repositories.
     let root: URL
-    private let process: Process
-    private let stdin: Pipe
 
     /// Starts the server and returns once it accepts connections, at most 30 s later.
     /// - Parameters:
@@ -26,23 +23,10 @@ final class GitServer: @unchecked Sendable {
     init(userinfo: String, repositories: [String] = ["repo.git"]) async throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("git-server-\(UUID().uuidString)")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("git_server.py").path
-        let process = Process()
-        self.process = process
-        process.executableURL = URL(fileURLWithPath: try which("python3", package: "python3"))
-        process.arguments = [script, "--root", root.path, "--userinfo", userinfo] + repositories.flatMap { ["--init-repo", $0] }
         _ = try which("git", package: "git")
-        stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(30))
-        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
-            if process.isRunning { process.terminate() }
-            Issue.record("the git server did not start within 30 s: \(text)")
-            throw CocoaError(.fileReadUnknown)
-        }
-        self.port = port
+        server = try await ServerProcess("git server", executable: try which("python3", package: "python3"),
+                                         arguments: [script, "--root", root.path, "--userinfo", userinfo] + repositories.flatMap { ["--init-repo", $0] },
+                                         within: .seconds(30))
     }
 
     deinit {
@@ -50,10 +34,7 @@ final class GitServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: root)
     }
 
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-    }
+    func stop() { server.stop() }
 
     /// The server's origin, `http://127.0.0.1:PORT` (what `git-credential setup` takes).
     var origin: String { "http://127.0.0.1:\(port)" }

@@ -10,9 +10,7 @@ import Testing
 /// browser (`browserStandIn`, given to authctl as `BROWSER`) and on their other device
 /// (`approveDevice`). `identity_provider/README.md` beside this file says what it serves.
 /// Its Python environment is made by `.ci/install-deps`.
-final class IdentityProvider: @unchecked Sendable {
-    // Sendable: every property is set in init and never changes; `Process` is thread-safe
-    // for `terminate` and the pipe is only closed once, in `stop`.
+final class IdentityProvider: Sendable {
 
     /// The public client of the browser flow (authorization code with PKCE S256; redirect URI
     /// `http://127.0.0.1/callback` on any port).
@@ -37,12 +35,11 @@ final class IdentityProvider: @unchecked Sendable {
     /// Her address is not verified (`email_verified` false).
     static let eve = Person(userName: "eve", email: "eve@example.org", emailVerified: false, subject: "sub-eve", name: "Eve Unverified")
 
-    let port: Int
+    private let server: ServerProcess
+    var port: Int { server.port }
     /// Every request the provider answered, one JSON object a line (as `log()` returns them).
     let requestLog: URL
     private let folder: URL
-    private let process: Process
-    private let stdin: Pipe
 
     /// Starts the provider and returns once it accepts connections, at most 60 s later.
     /// Lifetimes are whole seconds.
@@ -79,28 +76,12 @@ final class IdentityProvider: @unchecked Sendable {
         if !issParameter { arguments.append("--no-iss-parameter") }
         if completeDiscovery { arguments.append("--complete-discovery") }
 
-        let process = Process()
-        self.process = process
-        process.executableURL = URL(fileURLWithPath: try Self.python())
-        process.arguments = arguments
-        stdin = Pipe()
-        let stdout = Pipe()
         let errors = folder.appendingPathComponent("stderr.txt")
         guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = try FileHandle(forWritingTo: errors)
-        let text = try await ServerStarts.shared.one { () async throws -> String in
-            try process.run()
-            return await firstLine(of: process, printedTo: stdout, within: .seconds(60))
+        server = try await ServerProcess("identity provider", executable: try Self.python(), arguments: arguments,
+                                         standardError: try FileHandle(forWritingTo: errors), within: .seconds(60), slow: true) {
+            String(((try? String(contentsOf: errors, encoding: .utf8)) ?? "").suffix(2000))
         }
-        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
-            if process.isRunning { process.terminate() }
-            let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            Issue.record("the identity provider did not start within 60 s: \(text)\n\(said.suffix(2000))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        self.port = port
     }
 
     deinit {
@@ -108,10 +89,7 @@ final class IdentityProvider: @unchecked Sendable {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-    }
+    func stop() { server.stop() }
 
     // MARK: Where things are
 

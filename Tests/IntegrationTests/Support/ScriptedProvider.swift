@@ -8,12 +8,9 @@ import Testing
 /// every endpoint answers as the test configures it, faults included, and every request is
 /// logged. Its authorization endpoint redirects straight back, so the browser flow needs no
 /// person: `scripted_browser` plays the browser.
-final class ScriptedProvider: @unchecked Sendable {
-    // Sendable: every property is set in init and never changes; `Process` is thread-safe
-    // for `terminate` and the pipe is only closed in `stop`.
-    let port: Int
-    private let process: Process
-    private let stdin: Pipe
+final class ScriptedProvider: Sendable {
+    private let server: ServerProcess
+    var port: Int { server.port }
 
     /// The client id the tests bind with; the ID tokens' audience.
     static let clientID = "scripted-client"
@@ -22,32 +19,11 @@ final class ScriptedProvider: @unchecked Sendable {
     /// ID tokens) and returns once it accepts connections, at most 60 s later once its start-up begins.
     init() async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("scripted_provider.py").path
-        let process = Process()
-        self.process = process
-        process.executableURL = URL(fileURLWithPath: try IdentityProvider.python())
-        process.arguments = [script]
-        stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        let text = try await ServerStarts.shared.one { () async throws -> String in
-            try process.run()
-            return await firstLine(of: process, printedTo: stdout, within: .seconds(60))
-        }
-        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
-            if process.isRunning { process.terminate() }
-            Issue.record("the scripted provider did not start within 60 s: \(text)")
-            throw CocoaError(.fileReadUnknown)
-        }
-        self.port = port
+        server = try await ServerProcess("scripted provider", executable: try IdentityProvider.python(), arguments: [script],
+                                         within: .seconds(60), slow: true)
     }
 
-    deinit { stop() }
-
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-    }
+    func stop() { server.stop() }
 
     /// The issuer, as discovery spells it unless told otherwise.
     var issuer: String { "http://127.0.0.1:\(port)/p" }

@@ -4,41 +4,19 @@ import Testing
 /// The test token server (`token_server.py` beside this file) on 127.0.0.1, started by the
 /// test that needs it and stopped with it: a real HTTP server speaking both protocols, with
 /// knobs and a request log.
-final class TokenServer: @unchecked Sendable {
-    // Sendable: every property is set in init and never changes; `Process` is thread-safe
-    // for `terminate` and the pipes are only closed once, in `stop`.
-    let port: Int
-    private let process: Process
-    private let stdin: Pipe
+final class TokenServer: Sendable {
+    private let server: ServerProcess
+    var port: Int { server.port }
 
     /// Starts the server and returns once it accepts connections, at most 20 s later.
     /// - Parameter tls: a certificate and key file: the server speaks HTTPS with them.
     init(tls: (certificate: String, key: String)? = nil) async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("token_server.py").path
-        let process = Process()
-        self.process = process
-        process.executableURL = URL(fileURLWithPath: try which("python3", package: "python3"))
-        process.arguments = [script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? [])
-        stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let text = await firstLine(of: process, printedTo: stdout, within: .seconds(20))
-        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
-            if process.isRunning { process.terminate() }
-            Issue.record("the token server did not start within 20 s: \(text)")
-            throw CocoaError(.fileReadUnknown)
-        }
-        self.port = port
+        server = try await ServerProcess("token server", executable: try which("python3", package: "python3"),
+                                         arguments: [script] + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []), within: .seconds(20))
     }
 
-    deinit { stop() }
-
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-    }
+    func stop() { server.stop() }
 
     /// The oauth2 token endpoint and revocation URL, and the json API's base.
     var oauth2: String { "http://127.0.0.1:\(port)/oauth/token" }
