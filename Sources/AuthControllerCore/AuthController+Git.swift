@@ -38,7 +38,7 @@ extension AuthController {
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
             guard let user = record.user, let binding = record.binding,
                   let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server),
-                  LoopbackListener.constantTimeEqual(tokens.accessToken, token) else { return Change() }
+                  tokens.accessToken.equalsInConstantTime(token) else { return Change() }
             var updated = record
             var times = record.tokenTimes ?? TokenTimes()
             times.accessExpiresAt = min(times.accessExpiresAt ?? .max, clock())

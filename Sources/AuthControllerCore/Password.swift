@@ -73,3 +73,16 @@ public struct Password: Sendable, Equatable {
         try GLibText.withNFKC(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<count]), body)!
     }
 }
+
+extension String {
+    /// Whether the two are the same bytes, compared without stopping at the first difference, so
+    /// the time taken says nothing of how much of a guessed secret (a sign-in's `state`, a token
+    /// git hands back) was right.
+    func equalsInConstantTime(_ other: String) -> Bool {
+        let (left, right) = (Array(utf8), Array(other.utf8))
+        guard left.count == right.count else { return false }
+        var difference: UInt8 = 0
+        for index in left.indices { difference |= left[index] ^ right[index] }
+        return difference == 0
+    }
+}

@@ -79,7 +79,7 @@ final class LoopbackListener: @unchecked Sendable {
         let states = parameters.filter { $0.name == "state" }
         let acting = state.withLock { (state: inout State) -> Bool in
             guard !state.acted, !state.closed, method == "GET", path == "/callback", states.count == 1,
-                  Self.constantTimeEqual(states[0].value, expectedState) else { return false }
+                  states[0].value.equalsInConstantTime(expectedState) else { return false }
             state.acted = true
             state.message = MessagePointer(pointer: message)
             return true
@@ -222,16 +222,6 @@ final class LoopbackListener: @unchecked Sendable {
             parameters.append((name, value))
         }
         return parameters
-    }
-
-    /// Compares without stopping at the first difference, so the time taken says nothing of
-    /// how much of a guessed `state` was right.
-    static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
-        let (left, right) = (Array(lhs.utf8), Array(rhs.utf8))
-        guard left.count == right.count else { return false }
-        var difference: UInt8 = 0
-        for index in left.indices { difference |= left[index] ^ right[index] }
-        return difference == 0
     }
 
     deinit {
