@@ -251,18 +251,19 @@ public struct KeyFileSettingsStore: SettingsStore {
         let (accountClaim, deviceAuthorizationURL, redirectPort) = (try value("account-claim"), try value("device-authorization-url"),
                                                                     try value("redirect-port"))
         let discovered = try provider(value)
-        if let discovered, let url = try? ServerURL(validating: server), !Discovery.sameIssuer(discovered.issuer, url) {
-            throw Corrupt(reason: "'issuer' does not name the server")
-        }
+        var binding: ServerBinding
         do throws(AuthError) {
-            var binding = try ServerBinding(validatingServer: server, protocol: tokenProtocol, clientID: clientID, scope: scope,
-                                            revokeURL: revokeURL, accountClaim: accountClaim,
-                                            deviceAuthorizationURL: deviceAuthorizationURL, redirectPort: redirectPort)
-            if binding.tokenProtocol == .oidc { binding.openID?.provider = discovered }
-            return binding
+            binding = try ServerBinding(validatingServer: server, protocol: tokenProtocol, clientID: clientID, scope: scope,
+                                        revokeURL: revokeURL, accountClaim: accountClaim,
+                                        deviceAuthorizationURL: deviceAuthorizationURL, redirectPort: redirectPort)
         } catch {
             throw Corrupt(reason: "the server binding: \(error.message)")
         }
+        if let discovered {
+            guard Discovery.sameIssuer(discovered.issuer, binding.server) else { throw Corrupt(reason: "'issuer' does not name the server") }
+            if binding.tokenProtocol == .oidc { binding.openID?.provider = discovered }
+        }
+        return binding
     }
 
     /// What discovery found at an OpenID provider; `nil` before the first discovery (no
