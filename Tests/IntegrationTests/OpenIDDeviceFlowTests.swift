@@ -12,10 +12,6 @@ struct OpenIDDeviceFlowTests {
         return scenario
     }
 
-    private func startDeviceSignIn(_ scenario: Scenario, _ extra: [String] = []) async throws -> (Spawned, uri: String, code: String) {
-        try await scenario.startDeviceSignIn(extra)
-    }
-
     @Test("server set discovers the endpoints and keeps them; server show --json names the issuer")
     func discovery() async throws {
         let provider = try await IdentityProvider()
@@ -67,7 +63,7 @@ struct OpenIDDeviceFlowTests {
     func deviceFlowSignsIn() async throws {
         let provider = try await IdentityProvider()
         let scenario = try await bound(provider)
-        let (signIn, uri, code) = try await startDeviceSignIn(scenario)
+        let (signIn, uri, code) = try await scenario.startDeviceSignIn()
         #expect(uri == provider.verificationPage)
         #expect(signIn.stderr.contains("\nOr open \(provider.verificationPage)?user_code=\(code)\n"))
         #expect(!signIn.stderr.contains("authctl: "))
@@ -120,7 +116,7 @@ struct OpenIDDeviceFlowTests {
     func deviceFlowRefused() async throws {
         let provider = try await IdentityProvider()
         let scenario = try await bound(provider)
-        let (signIn, uri, code) = try await startDeviceSignIn(scenario)
+        let (signIn, uri, code) = try await scenario.startDeviceSignIn()
         _ = try await provider.approveDevice(verificationURI: uri, userCode: code, decision: .deny)
         let run = await signIn.wait()
         #expect(run.status == 77, "\(run)")
@@ -149,7 +145,7 @@ struct OpenIDDeviceFlowTests {
     func deviceFlowOtherAccount() async throws {
         let provider = try await IdentityProvider(completeDiscovery: true)
         let scenario = try await bound(provider)
-        let (signIn, uri, code) = try await startDeviceSignIn(scenario, ["grace@example.org"])
+        let (signIn, uri, code) = try await scenario.startDeviceSignIn(["grace@example.org"])
         _ = try await provider.approveDevice(verificationURI: uri, userCode: code, person: IdentityProvider.ada)
         let run = await signIn.wait()
         #expect(run.status == 77, "\(run)")
@@ -164,7 +160,7 @@ struct OpenIDDeviceFlowTests {
     func signOutRevokes() async throws {
         let provider = try await IdentityProvider(completeDiscovery: true)
         let scenario = try await bound(provider)
-        let (signIn, uri, code) = try await startDeviceSignIn(scenario)
+        let (signIn, uri, code) = try await scenario.startDeviceSignIn()
         _ = try await provider.approveDevice(verificationURI: uri, userCode: code)
         #expect(await signIn.wait().status == 0)
         #expect(try await provider.liveRefreshTokens()["ada"] == 1)
