@@ -146,7 +146,7 @@ let package = Package(
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            exclude: ["Support/token_server.py", "Support/git_server.py", "Support/identity_provider", "Support/scripted_provider.py",
+            exclude: ["Support/token_server.py", "Support/git_server.py", "Support/serving.py", "Support/identity_provider", "Support/scripted_provider.py",
                       "Support/scripted_browser"],
             swiftSettings: strictSettings
         ),

@@ -28,7 +28,6 @@ import base64
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import threading
@@ -36,6 +35,10 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# No __pycache__ beside the test target's sources, where SwiftPM would find it.
+sys.dont_write_bytecode = True
+from serving import serve_until_stdin_closes  # noqa: E402
 
 lock = threading.Lock()
 stats = {"requests": 0, "unauthorized": 0, "forwarded": 0, "userinfoChecks": 0, "users": [], "passwords": []}
@@ -297,12 +300,7 @@ def main():
         init_repository(settings["root"], name)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
-    print("listening %d" % server.server_address[1], flush=True)
-    # Started with a pipe on stdin, it ends when the pipe closes: a test run that dies leaves no
-    # server behind.
-    if stat.S_ISFIFO(os.fstat(0).st_mode):
-        threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
-    server.serve_forever()
+    serve_until_stdin_closes(server)
 
 
 if __name__ == "__main__":

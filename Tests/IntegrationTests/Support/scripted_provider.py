@@ -29,15 +29,17 @@ import email.utils
 import hashlib
 import hmac
 import json
-import os
 import socket
-import stat
 import sys
 import threading
 import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# No __pycache__ beside the test target's sources, where SwiftPM would find it.
+sys.dont_write_bytecode = True
+from serving import serve_until_stdin_closes  # noqa: E402
 
 try:
     from cryptography.hazmat.primitives import hashes
@@ -288,12 +290,7 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    print("listening %d" % server.server_address[1], flush=True)
-    # Started with a pipe on stdin, it ends when the pipe closes: a test run that dies leaves no
-    # server behind.
-    if stat.S_ISFIFO(os.fstat(0).st_mode):
-        threading.Thread(target=lambda: (sys.stdin.read(), server.shutdown()), daemon=True).start()
-    server.serve_forever()
+    serve_until_stdin_closes(server)
 
 
 if __name__ == "__main__":
