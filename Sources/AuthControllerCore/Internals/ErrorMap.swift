@@ -24,18 +24,8 @@ enum ErrorMap {
     /// `detail` keeps the GLib domain and code for bug reports.
     static func authError(_ error: GLibError, from peer: Peer, while what: String, deadline: Deadline) -> AuthError {
         let detail = error.debugDescription
-        let seconds = formatSeconds(deadline.seconds)
         if case .tokenServer(let server) = peer { return tokenServerError(error, server: server, deadline: deadline) }
-        if error.isCancelled || error.isTimeout {
-            switch peer {
-            case .bus:
-                return .temporaryFailure("the session bus did not answer within \(seconds) s; try again, or \(hint: .raiseKeyringTimeout)",
-                                         detail: detail)
-            case .secretService, .tokenServer:
-                return .temporaryFailure("could not \(what): the Secret Service did not answer within \(seconds) s; nothing was changed — try again, or \(hint: .raiseKeyringTimeout)",
-                                         detail: detail)
-            }
-        }
+        if error.isCancelled || error.isTimeout { return deadlinePassed(on: peer, while: what, seconds: deadline.seconds, detail: detail) }
         if peer == .bus && error.remoteName == nil {
             // Typed, so that the advice keeps its hint.
             let message: AuthError.Message = "\(noSessionBus(error)); \(noSessionBusAdvice)"
@@ -51,6 +41,19 @@ enum ErrorMap {
         }
         if error.remoteName == "org.freedesktop.Secret.Error.IsLocked" { return .keyringLocked }
         return .unavailable("could not \(what): \(error.message)", detail: detail)
+    }
+
+    /// The bus or the Secret Service did not answer within `seconds`.
+    static func deadlinePassed(on peer: Peer, while what: String, seconds: Double, detail: String? = nil) -> AuthError {
+        let seconds = formatSeconds(seconds)
+        switch peer {
+        case .bus:
+            return .temporaryFailure("the session bus did not answer within \(seconds) s; try again, or \(hint: .raiseKeyringTimeout)",
+                                     detail: detail)
+        case .secretService, .tokenServer:
+            return .temporaryFailure("could not \(what): the Secret Service did not answer within \(seconds) s; nothing was changed — try again, or \(hint: .raiseKeyringTimeout)",
+                                     detail: detail)
+        }
     }
 
     /// A request to a token server that got no HTTP answer: the deadline (a temporary failure),
