@@ -16,16 +16,7 @@ final class MuteBus: @unchecked Sendable {
 
     init(in directory: String) throws {
         path = directory + "/mute-bus-" + UUID().uuidString.prefix(8)
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(bound == 0 && listen(descriptor, 16) == 0, "cannot listen on \(path)")
+        descriptor = try listeningUnixSocket(at: path, backlog: 16)
         let listening = descriptor
         Thread.detachNewThread { [self] in
             while true {

@@ -52,6 +52,29 @@ enum SecretServiceCalls {
         return ((GVariant.strings(in: replies[0], at: 0), GVariant.strings(in: replies[0], at: 1)), GVariant.boolean(value) ?? false)
     }
 
+    /// What ``searchItemsAndCollectionLock(_:attributes:collection:_:)`` asks (only the
+    /// property without `attributes`), without GIO (see ``SessionBus/callWithoutGIO(_:timeout:_:)``):
+    /// whether the search found an item, and whether the collection is locked. `nil` when this
+    /// way did not answer: ask through GIO.
+    static func searchItemsAndCollectionLockWithoutGIO(_ bus: SessionBus, attributes: [(String, String)]?, collection path: String,
+                                                       what: String, timeout: Double) throws(AuthError) -> (found: Bool, locked: Bool)? {
+        var calls = [BareBusConnection.MethodCall(destination: busName, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
+                                                  arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")])]
+        if let attributes {
+            calls.insert(.init(destination: busName, path: servicePath, interface: "org.freedesktop.Secret.Service", member: "SearchItems",
+                               arguments: [.stringDictionary(attributes)]), at: 0)
+        }
+        guard let replies = try bus.callWithoutGIO(what, timeout: timeout, calls) else { return nil }
+        do throws(BusMessageError) {
+            let locked = try replies.last!.booleanInVariant()
+            guard attributes != nil else { return (false, locked) }
+            let found = try replies[0].objectPathArrays()
+            return (!found.first.isEmpty || !found.second.isEmpty, locked)
+        } catch {
+            return nil
+        }
+    }
+
     /// `Properties.Get(Item, "Label")` of the item at `path`.
     static func itemLabel(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> String {
         let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Item", name: "Label", deadline)

@@ -10,6 +10,7 @@ final class SessionBus: Sendable {
     /// `DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
     let address: String?
     private let cached = Mutex<GDBus.Connection?>(nil)
+    private let usedWithoutGIO = Mutex(false)
 
     private init(address: String?) { self.address = address }
 
@@ -62,6 +63,28 @@ final class SessionBus: Sendable {
     private func resolvedAddress(_ deadline: Deadline) throws(GLibError) -> String {
         if let address { return address }
         return try GDBus.sessionBusAddress(deadline)
+    }
+
+    /// Makes `calls` without GIO, over a connection of their own (see ``BareBusConnection``),
+    /// and returns their replies — but only as the first use of this bus in the process: a
+    /// `status` run by a script reads once and exits. `nil` otherwise, or when that way did not
+    /// make them: the caller makes the same calls through GIO, whose connection then serves
+    /// every later call (`serve`, an app checking `isSignedIn` in a loop).
+    func callWithoutGIO(_ what: String, timeout: Double, _ calls: [BareBusConnection.MethodCall]) throws(AuthError) -> [BusMessage]? {
+        let first = usedWithoutGIO.withLock { used in
+            defer { used = true }
+            return !used && cached.withLock { $0 == nil }
+        }
+        guard first, let address = address ?? BareBusConnection.sessionBusAddress() else { return nil }
+        let connectTimeout = min(timeout, Self.connectTimeout)
+        do {
+            return try BareBusConnection.call(calls, address: address, connectTimeout: connectTimeout, callTimeout: timeout)
+        } catch .deadlinePassed(let afterHello) {
+            throw afterHello ? ErrorMap.deadlinePassed(on: .secretService, while: what, seconds: timeout)
+                : ErrorMap.deadlinePassed(on: .bus, while: "connect to the session bus", seconds: connectTimeout)
+        } catch {
+            return nil
+        }
     }
 
     /// Runs one call on the connection under its own deadline of `timeout` seconds and maps its

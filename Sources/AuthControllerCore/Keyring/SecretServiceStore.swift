@@ -49,6 +49,11 @@ public struct SecretServiceStore: SecretStore {
     /// `UnknownMethod` for a collection path it made up: then both are asked again one after the
     /// other, and only that answer counts.
     public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
+        if let read = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
+            bus, attributes: key?.attributes, collection: SecretServiceCalls.defaultCollectionPath,
+            what: "read the keyring's lock state", timeout: callTimeout) {
+            return (read.locked, read.found)
+        }
         guard let key else { return (try isLocked(), false) }
         do {
             let together = try bus.call("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in

@@ -1,0 +1,138 @@
+@testable import AuthControllerCore
+import DesktopSandbox
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `status`'s calls made without GIO, against the real dbus-daemon and gnome-keyring: the same
+/// answers as through GIO, and a peer that is not a bus is handed over to GIO, or runs into the
+/// deadline, never hangs.
+@Suite("The bus without GIO")
+struct BareBusTests {
+    static func statusCalls(service: String, account: String) -> [BareBusConnection.MethodCall] {
+        [
+            .init(destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                  member: "SearchItems", arguments: [.stringDictionary([("service", service), ("account", account)])]),
+            .init(destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets/aliases/default",
+                  interface: "org.freedesktop.DBus.Properties", member: "Get",
+                  arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")]),
+        ]
+    }
+
+    @Test("SearchItems and the collection's Locked property answer as through GIO, unlocked and locked; only a process's first read goes this way")
+    func sameAnswersAsGIO() async throws {
+        let sandbox = try await DesktopSandbox.started()
+        defer { sandbox.stop() }
+        let scenario = try await Scenario(sandbox: sandbox)
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let attributes = [("service", scenario.service), ("account", "alice")]
+        let gio = SessionBus.shared(address: sandbox.busAddress)
+        // The process's first read goes without GIO; later ones through GIO's connection, kept.
+        let first = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
+            gio, attributes: attributes, collection: SecretServiceCalls.defaultCollectionPath, what: "read", timeout: 5)
+        #expect(first?.found == true && first?.locked == false, "\(String(describing: first))")
+        let second = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
+            gio, attributes: attributes, collection: SecretServiceCalls.defaultCollectionPath, what: "read", timeout: 5)
+        #expect(second == nil)
+        func throughGIO() throws -> (unlocked: [String], locked: [String]) {
+            try gio.call("search", timeout: 5) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.searchItems(connection, attributes: attributes, deadline)
+            }
+        }
+
+        var replies = try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "alice"), address: sandbox.busAddress,
+                                                 connectTimeout: 5, callTimeout: 5)
+        var found = try replies[0].objectPathArrays()
+        #expect(found.first.count == 1)
+        #expect(found.first == (try throughGIO()).unlocked)
+        #expect(found.second.isEmpty)
+        #expect(try replies[1].booleanInVariant() == false)
+
+        try await scenario.lockKeyring()
+        replies = try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "alice"), address: sandbox.busAddress,
+                                             connectTimeout: 5, callTimeout: 5)
+        found = try replies[0].objectPathArrays()
+        #expect(found.first.isEmpty)
+        #expect(found.second.count == 1)
+        #expect(found.second == (try throughGIO()).locked)
+        #expect(try replies[1].booleanInVariant() == true)
+
+        replies = try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "nobody"), address: sandbox.busAddress,
+                                             connectTimeout: 5, callTimeout: 5)
+        found = try replies[0].objectPathArrays()
+        #expect(found.first.isEmpty && found.second.isEmpty, "\(found)")
+    }
+
+    @Test("an address list whose first entry is not there is GIO's to try: status still answers")
+    func addressListFallsBack() async throws {
+        var scenario = try await Scenario()
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let address = "unix:path=/nonexistent/bus;" + scenario.sandbox.busAddress
+        #expect(throws: BareBusConnection.Failure.notHandled("connect: errno \(ENOENT)")) {
+            try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "alice"), address: address,
+                                       connectTimeout: 5, callTimeout: 5)
+        }
+        scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = address
+        let run = try await scenario.authctl("status")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.hasPrefix("Signed in to \(scenario.service) as alice"), "\(run)")
+    }
+
+    @Test("a peer that refuses us or sends what no bus sends is handed over at once",
+          arguments: ["REJECTED EXTERNAL\r\n", "OK 0123\r\nl\u{2}\u{1}\u{1}\u{0}\u{0}\u{0}\u{7F}\u{1}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{7F}",
+                      "OK 0123\r\nX\u{2}\u{1}\u{1}\u{0}\u{0}\u{0}\u{0}\u{1}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}", "OK 0123\r\n"])
+    func strangePeers(_ answer: String) async throws {
+        let sandbox = try await SharedSandbox.get()
+        let peer = try ScriptedPeer(in: sandbox.directory, answer: Array(answer.utf8))
+        let started = Date()
+        let error = #expect(throws: BareBusConnection.Failure.self) {
+            try BareBusConnection.call(Self.statusCalls(service: "s", account: "a"), address: peer.address, connectTimeout: 5, callTimeout: 5)
+        }
+        guard case .notHandled = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(Date().timeIntervalSince(started) < 4)
+    }
+
+    @Test("a peer that says OK and then nothing: the bus's deadline, not the calls'")
+    func silentAfterOK() async throws {
+        let sandbox = try await SharedSandbox.get()
+        let peer = try ScriptedPeer(in: sandbox.directory, answer: Array("OK 0123\r\n".utf8), thenClose: false)
+        let started = Date()
+        #expect(throws: BareBusConnection.Failure.deadlinePassed(afterHello: false)) {
+            try BareBusConnection.call(Self.statusCalls(service: "s", account: "a"), address: peer.address, connectTimeout: 0.5, callTimeout: 30)
+        }
+        let seconds = Date().timeIntervalSince(started)
+        #expect(seconds >= 0.45 && seconds < 4, "\(seconds) s")
+    }
+}
+
+/// A Unix socket that accepts one connection, sends `answer` once the client has written, and
+/// then closes it (or holds it open).
+final class ScriptedPeer: @unchecked Sendable {
+    // Sendable: set in init and never changed; the thread only reads them.
+    let path: String
+    private let descriptor: Int32
+
+    init(in directory: String, answer: [UInt8], thenClose: Bool = true) throws {
+        path = directory + "/scripted-peer-" + UUID().uuidString.prefix(8)
+        descriptor = try listeningUnixSocket(at: path, backlog: 4)
+        let listening = descriptor
+        Thread.detachNewThread {
+            let connection = accept(listening, nil, nil)
+            guard connection >= 0 else { return }
+            var request = [UInt8](repeating: 0, count: 4096)
+            _ = read(connection, &request, request.count)
+            _ = answer.withUnsafeBytes { write(connection, $0.baseAddress!, $0.count) }
+            if thenClose { close(connection) }
+        }
+    }
+
+    var address: String { "unix:path=\(path)" }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
+        unlink(path)
+    }
+}
