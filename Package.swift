@@ -12,13 +12,16 @@ let strictSettings: [SwiftSetting] = [
 // Swift runtime needs) from the archive in .ci/static-libstdc++ instead of loading the shared one
 // (about 4,300 symbol relocations fewer at every start). Its calls into GLib are bound when first
 // made (`-z lazy`, Debian's default for packages), not all ~2,500 at start: a command makes a few
-// dozen of them. See README, Performance.
+// dozen of them. It exports none of its ~3,900 symbols (swiftc links executables with
+// --export-dynamic, for backtraces of unstripped builds): the runtime's `dladdr` at start walks them
+// all. See README, Performance.
 let releaseLinkerSettings: [LinkerSetting] = [
     .unsafeFlags([
         "-use-ld=lld",
         "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
         "-Xlinker", "-z", "-Xlinker", "lazy",
         "-Xlinker", "-s",
+        "-Xlinker", "--no-export-dynamic",
         "-L", Context.packageDirectory + "/.ci/static-libstdc++",
     ], .when(configuration: .release)),
 ]
