@@ -38,9 +38,9 @@ enum BareBusConnection {
     /// `$XDG_RUNTIME_DIR/bus` when there is one; `nil` otherwise (GIO has more rules, and words
     /// the error).
     static func sessionBusAddress() -> String? {
-        if let address = getenv("DBUS_SESSION_BUS_ADDRESS") { return String(cString: address) }
-        guard let runtime = getenv("XDG_RUNTIME_DIR") else { return nil }
-        let path = String(cString: runtime) + "/bus"
+        if let address = ProcessEnvironment.value("DBUS_SESSION_BUS_ADDRESS") { return address }
+        guard let runtime = ProcessEnvironment.value("XDG_RUNTIME_DIR") else { return nil }
+        let path = runtime + "/bus"
         var status = stat()
         guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
         return "unix:path=" + path
