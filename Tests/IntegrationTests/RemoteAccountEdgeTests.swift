@@ -24,6 +24,13 @@ struct RemoteAccountEdgeTests {
         return try #require(Timestamp.microseconds(rfc3339: expiry))
     }
 
+    /// Whether `descriptor` is still open on the file at `path` (not closed, nor its number
+    /// reused for another file).
+    func stillRefers(_ descriptor: Int32, to path: String) -> Bool {
+        var open = stat(), named = stat()
+        return fstat(descriptor, &open) == 0 && stat(path, &named) == 0 && open.st_ino == named.st_ino && open.st_dev == named.st_dev
+    }
+
     @Test("a server that issues no refresh token: the token is used while it lives, never refreshed; the session ends when it expires")
     func noRefreshToken() async throws {
         let server = try await TokenServer()
@@ -34,9 +41,11 @@ struct RemoteAccountEdgeTests {
         let scenario = try await Scenario(sandbox: sandbox)
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
         let expiresAt = try await accessExpiry(scenario)
+        #expect(expiresAt > AuthController.systemClock() + 40_000_000, "the access token lives a minute")
 
         var run = try await scenario.authctl("token", "--refresh")
         let token = run.output
+        #expect(!(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty), "the keyring still holds the tokens")
         #expect(run.status == 0, "\(run)")
         #expect(try server.accepts(token), "\(run)")
         #expect(run.stderr.contains("cannot be renewed"), "\(run)")
@@ -79,6 +88,7 @@ struct RemoteAccountEdgeTests {
         defer { close(lock) }
 
         var run = try await scenario.authctlNow("--server-timeout", "1", "token", "--refresh")
+        #expect(stillRefers(lock, to: lockPath), "the test's descriptor no longer holds \(lockPath): something in this process closed it")
         #expect(run.status == 0, "\(run)")
         #expect(run.output == stored, "\(run)")
         #expect(run.stderr.contains("still valid"), "\(run)")
