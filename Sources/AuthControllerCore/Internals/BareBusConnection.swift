@@ -241,8 +241,10 @@ extension BareBusConnection {
             }
         }
 
-        /// Reads more from the socket into `received`; throws at its end.
+        /// Reads more from the socket into `received`; throws at its end, or once the deadline
+        /// has passed even when the bytes are there: a reply read late is late.
         private func receiveMore(deadline: Double) throws(Failure) {
+            guard Posix.monotonicSeconds() < deadline else { throw .deadlinePassed(afterHello: false) }
             while true {
                 let count = buffer.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress!, $0.count, 0) }
                 if count > 0 {
