@@ -69,10 +69,32 @@ public struct SecretServiceStore: SecretStore {
     }
 
     /// `Properties.Get` of the default collection's `Locked` property. Never prompts.
+    ///
+    /// Asked at the `default` alias's path: one call. gnome-keyring now and then answers a call
+    /// there, amid other clients' calls, as if nothing were at the path; only when the alias
+    /// resolves to nothing either is there no default collection.
     public func isLocked() throws(AuthError) -> Bool {
-        try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
+        let locked = try bus.callUnlessGone("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.collectionIsLocked(connection, path: SecretServiceCalls.defaultCollectionPath, deadline)
         }
+        if let locked { return locked }
+        return try isLocked(try defaultCollection())
+    }
+
+    /// The `Locked` property of the collection at `path`.
+    private func isLocked(_ path: String) throws(AuthError) -> Bool {
+        try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
+            try SecretServiceCalls.collectionIsLocked(connection, path: path, deadline)
+        }
+    }
+
+    /// The object path the `default` alias names.
+    private func defaultCollection() throws(AuthError) -> String {
+        let collection = try bus.call("find the default collection", timeout: callTimeout) { connection, deadline throws(GLibError) in
+            try SecretServiceCalls.readAlias(connection, "default", deadline)
+        }
+        guard let collection else { throw Self.noDefaultCollection }
+        return collection
     }
 
     /// `Service.SearchItems`, then `Item.GetSecret` through a `plain` session. Blocks; when the item
@@ -241,11 +263,8 @@ public struct SecretServiceStore: SecretStore {
     /// and prompts are allowed, else throws "locked".
     @discardableResult
     private func unlockedDefaultCollection() throws(AuthError) -> String {
-        let collection = try bus.call("find the default collection", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.readAlias(connection, "default", deadline)
-        }
-        guard let collection else { throw Self.noDefaultCollection }
-        guard try isLocked() else { return collection }
+        let collection = try defaultCollection()
+        guard try isLocked(collection) else { return collection }
         guard promptAllowed else { throw .keyringLocked }
         let unlocked = try bus.call("unlock the keyring", timeout: promptTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.unlock(connection, object: collection, deadline)
