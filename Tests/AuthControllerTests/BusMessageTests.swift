@@ -121,7 +121,7 @@ struct BusMessageTests {
     @Test("bus addresses it does not speak", arguments: [
         "", "unix:", "tcp:host=127.0.0.1,port=4000", "unix:tmpdir=/tmp", "unix:path=", "unix:path=/a,abstract=/b",
         "unix:path=/a%2", "unix:path=/a%zz", "unix:path=/a%00b", "unix:path=/a,runtime=yes", "unixpath=/a",
-        "autolaunch:;unix:path=/run/user/0/bus",
+        "autolaunch:;unix:path=/run/user/0/bus", "unix:path=/a,",
     ])
     func unsupportedAddresses(_ address: String) {
         #expect(BareBusConnection.socketAddress(of: address) == nil)

@@ -32,10 +32,12 @@ struct BareBusTests {
         // The process's first read goes without GIO; later ones through GIO's connection, kept.
         let first = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
             gio, attributes: attributes, collection: SecretServiceCalls.defaultCollectionPath, what: "read", timeout: 5)
-        #expect(first?.found == true && first?.locked == false, "\(String(describing: first))")
+        guard case .answered(let read) = first else { Issue.record("\(first)"); return }
+        #expect(read.found)
+        #expect(!read.locked)
         let second = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
             gio, attributes: attributes, collection: SecretServiceCalls.defaultCollectionPath, what: "read", timeout: 5)
-        #expect(second == nil)
+        guard case .notMade = second else { Issue.record("\(second)"); return }
         func throughGIO() throws -> (unlocked: [String], locked: [String]) {
             try gio.call("search", timeout: 5) { connection, deadline throws(GLibError) in
                 try SecretServiceCalls.searchItems(connection, attributes: attributes, deadline)
@@ -94,6 +96,59 @@ struct BareBusTests {
         #expect(Date().timeIntervalSince(started) < 4)
     }
 
+    @Test("once Hello is answered, a bus that closes is a peer that went away, and an error reply is the calls' answer")
+    func afterHello() async throws {
+        let sandbox = try await SharedSandbox.get()
+        let ok = Array("OK 0123\r\n".utf8)
+        var peer = try ScriptedPeer(in: sandbox.directory, answer: ok + Self.reply(to: 1))
+        #expect(throws: BareBusConnection.Failure.wentAway) {
+            try BareBusConnection.call(Self.statusCalls(service: "s", account: "a"), address: peer.address, connectTimeout: 5, callTimeout: 5)
+        }
+        peer = try ScriptedPeer(in: sandbox.directory, answer: ok + Self.reply(to: 1) + Self.reply(to: 2, error: "org.freedesktop.DBus.Error.NoReply"))
+        #expect(throws: BareBusConnection.Failure.wentAway) {
+            try BareBusConnection.call(Self.statusCalls(service: "s", account: "a"), address: peer.address, connectTimeout: 5, callTimeout: 5)
+        }
+        peer = try ScriptedPeer(in: sandbox.directory, answer: ok + Self.reply(to: 1) + Self.reply(to: 2, error: "x.Failed"))
+        #expect(throws: BareBusConnection.Failure.refused("error reply x.Failed to call 2")) {
+            try BareBusConnection.call(Self.statusCalls(service: "s", account: "a"), address: peer.address, connectTimeout: 5, callTimeout: 5)
+        }
+        // Before Hello's reply, the same is this bus's to be asked through GIO.
+        peer = try ScriptedPeer(in: sandbox.directory, answer: ok + Self.reply(to: 1, error: "x.Failed"))
+        let error = #expect(throws: BareBusConnection.Failure.self) {
+            try BareBusConnection.call(Self.statusCalls(service: "s", account: "a"), address: peer.address, connectTimeout: 5, callTimeout: 5)
+        }
+        guard case .notHandled = error else { Issue.record("\(String(describing: error))"); return }
+    }
+
+    /// A method return (or, with `error`, an error reply) to the call of serial `serial`, with
+    /// no body, as a bus sends it: little-endian, header fields REPLY_SERIAL and ERROR_NAME.
+    static func reply(to serial: UInt8, error: String? = nil) -> [UInt8] {
+        var fields: [UInt8] = [5, 1, UInt8(ascii: "u"), 0, serial, 0, 0, 0]
+        if let error {
+            fields += [4, 1, UInt8(ascii: "s"), 0, UInt8(error.utf8.count), 0, 0, 0] + Array(error.utf8) + [0]
+        }
+        var message: [UInt8] = [UInt8(ascii: "l"), error == nil ? 2 : 3, 1, 1, 0, 0, 0, 0, 9, 0, 0, 0, UInt8(fields.count), 0, 0, 0] + fields
+        while message.count % 8 != 0 { message.append(0) }
+        return message
+    }
+
+    @Test("the session bus from the environment: an address set but empty, or a trailing comma, is GIO's to refuse; $XDG_RUNTIME_DIR/bus is taken as a path, and only when it is this user's")
+    func sessionBusFromTheEnvironment() async throws {
+        let sandbox = try await SharedSandbox.get()
+        #expect(BareBusConnection.sessionBusSocket(addressVariable: "", runtimeDirectory: "/run/user/0") == nil)
+        #expect(BareBusConnection.sessionBusSocket(addressVariable: "unix:path=/a,", runtimeDirectory: nil) == nil)
+        #expect(BareBusConnection.sessionBusSocket(addressVariable: "unix:path=/a", runtimeDirectory: "/b") == .path(Array("/a".utf8)))
+        // A folder whose name holds what an address would read as an escape.
+        let runtime = sandbox.directory + "/runtime%2fof-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: runtime) }
+        #expect(BareBusConnection.sessionBusSocket(addressVariable: nil, runtimeDirectory: runtime) == nil)
+        let peer = try ScriptedPeer(at: runtime + "/bus", answer: [])
+        #expect(BareBusConnection.sessionBusSocket(addressVariable: nil, runtimeDirectory: runtime) == .path(Array((runtime + "/bus").utf8)))
+        #expect(chown(peer.path, 65534, 65534) == 0)
+        #expect(BareBusConnection.sessionBusSocket(addressVariable: nil, runtimeDirectory: runtime) == nil, "another user's socket")
+    }
+
     @Test("a peer that says OK and then nothing: the bus's deadline, not the calls'")
     func silentAfterOK() async throws {
         let sandbox = try await SharedSandbox.get()
@@ -114,8 +169,12 @@ final class ScriptedPeer: @unchecked Sendable {
     let path: String
     private let descriptor: Int32
 
-    init(in directory: String, answer: [UInt8], thenClose: Bool = true) throws {
-        path = directory + "/scripted-peer-" + UUID().uuidString.prefix(8)
+    convenience init(in directory: String, answer: [UInt8], thenClose: Bool = true) throws {
+        try self.init(at: directory + "/scripted-peer-" + UUID().uuidString.prefix(8), answer: answer, thenClose: thenClose)
+    }
+
+    init(at path: String, answer: [UInt8], thenClose: Bool = true) throws {
+        self.path = path
         descriptor = try listeningUnixSocket(at: path, backlog: 4)
         let listening = descriptor
         Thread.detachNewThread {

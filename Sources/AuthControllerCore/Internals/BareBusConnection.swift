@@ -14,9 +14,12 @@ import Musl
 /// and libdbus (and sd-bus) would have to be loaded beside GIO, which every other command needs.
 ///
 /// It handles only the plain case. A bus address that is not a Unix socket, a socket that refuses
-/// us, an error reply, a reply it cannot read: all are ``Failure/notHandled(_:)``, and the caller
-/// makes the same calls through GIO, which words every error as the other commands do. Only a
-/// deadline that passes is an answer here: asking again would take the same time once more.
+/// us, a bus it cannot understand before `Hello` is answered: all are ``Failure/notHandled(_:)``,
+/// and the caller makes the same calls through GIO, which words every error as the other commands
+/// do. Once the bus has answered `Hello`, what comes is the calls' answer: an error reply or a
+/// reply it cannot read is ``Failure/refused(_:)`` (the caller's calls failed), a peer that goes
+/// away is ``Failure/wentAway``, and a deadline that passes is a deadline — asking again would
+/// take the same time once more.
 enum BareBusConnection {
     /// A method call, addressed.
     struct MethodCall {
@@ -30,20 +33,31 @@ enum BareBusConnection {
     enum Failure: Error, Equatable {
         /// This way could not make the calls (the text says why, for tests and debugging).
         case notHandled(String)
+        /// The calls were made, and answered with an error or with what is not their reply.
+        case refused(String)
+        /// The bus or the peer called went away during the calls.
+        case wentAway
         /// A deadline passed: the bus's, before it answered `Hello`, else the calls'.
         case deadlinePassed(afterHello: Bool)
     }
 
-    /// The session bus's address as GIO finds it: `DBUS_SESSION_BUS_ADDRESS`, else the socket
-    /// `$XDG_RUNTIME_DIR/bus` when there is one; `nil` otherwise (GIO has more rules, and words
-    /// the error).
-    static func sessionBusAddress() -> String? {
-        if let address = ProcessEnvironment.value("DBUS_SESSION_BUS_ADDRESS") { return address }
-        guard let runtime = ProcessEnvironment.value("XDG_RUNTIME_DIR") else { return nil }
-        let path = runtime + "/bus"
+    /// The session bus's socket as GIO finds it: the address in `DBUS_SESSION_BUS_ADDRESS` when
+    /// the variable is set (even to nothing, which GIO refuses), else `$XDG_RUNTIME_DIR/bus` when
+    /// it is a socket of this user's; `nil` otherwise (GIO has more rules, and words the error).
+    static func sessionBusSocket() -> SocketAddress? {
+        sessionBusSocket(addressVariable: ProcessEnvironment.valueEvenIfEmpty("DBUS_SESSION_BUS_ADDRESS"),
+                         runtimeDirectory: ProcessEnvironment.value("XDG_RUNTIME_DIR"))
+    }
+
+    /// ``sessionBusSocket()`` from the two variables' values.
+    static func sessionBusSocket(addressVariable: String?, runtimeDirectory: String?) -> SocketAddress? {
+        if let addressVariable { return socketAddress(of: addressVariable) }
+        guard let runtimeDirectory else { return nil }
+        let path = runtimeDirectory + "/bus"
         var status = stat()
-        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
-        return "unix:path=" + path
+        // Another user's socket, in an XDG_RUNTIME_DIR inherited across `su`: GIO passes it by.
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK, status.st_uid == geteuid() else { return nil }
+        return .path(Array(path.utf8))
     }
 
     /// Where a Unix socket of a bus is.
@@ -82,6 +96,8 @@ enum BareBusConnection {
             }
             pairStart = pairEnd + 1
         }
+        // A trailing `,` is an empty pair, which GIO refuses.
+        guard bytes.last != UInt8(ascii: ",") else { return nil }
         return found
     }
 
@@ -110,11 +126,17 @@ enum BareBusConnection {
         }
     }
 
-    /// Makes `calls` on the bus at `address` and returns their replies in order: connecting and
-    /// `Hello` within `connectTimeout` seconds, then the replies within `callTimeout`.
+    /// Makes `calls` on the bus at `address` (see ``call(_:socket:connectTimeout:callTimeout:)``).
     static func call(_ calls: [MethodCall], address: String, connectTimeout: Double,
                      callTimeout: Double) throws(Failure) -> [BusMessage] {
         guard let socketAddress = socketAddress(of: address) else { throw .notHandled("not a Unix socket address: \(address)") }
+        return try call(calls, socket: socketAddress, connectTimeout: connectTimeout, callTimeout: callTimeout)
+    }
+
+    /// Makes `calls` on the bus at `socket` and returns their replies in order: connecting and
+    /// `Hello` within `connectTimeout` seconds, then the replies within `callTimeout`.
+    static func call(_ calls: [MethodCall], socket socketAddress: SocketAddress, connectTimeout: Double,
+                     callTimeout: Double) throws(Failure) -> [BusMessage] {
         let hello = MethodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                                member: "Hello", arguments: [])
         // Everything in one write, the way sd-bus starts: the bus reads what follows BEGIN as
@@ -137,6 +159,10 @@ enum BareBusConnection {
                                 helloAnswered: &helloAnswered)
         } catch .deadlinePassed {
             throw .deadlinePassed(afterHello: helloAnswered)
+        } catch .refused(let why) where !helloAnswered {
+            throw .notHandled(why)
+        } catch .wentAway where !helloAnswered {
+            throw .notHandled("the bus closed the connection")
         }
     }
 
@@ -144,7 +170,9 @@ enum BareBusConnection {
                                  helloAnswered: inout Bool) throws(Failure) -> [BusMessage] {
         try socket.send(messages, deadline: connectDeadline)
         let answer = try socket.receiveLine(deadline: connectDeadline)
-        guard answer.count > 3, answer[0] == UInt8(ascii: "O"), answer[1] == UInt8(ascii: "K"), answer[2] == UInt8(ascii: " ") else { throw .notHandled("the bus did not accept EXTERNAL authentication") }
+        guard answer.count > 3, answer[0] == UInt8(ascii: "O"), answer[1] == UInt8(ascii: "K"), answer[2] == UInt8(ascii: " ") else {
+            throw .notHandled("the bus did not accept EXTERNAL authentication")
+        }
 
         // The bus answers a connection's messages in order: Hello first.
         var replies: [BusMessage?] = Array(repeating: nil, count: replyCount)
@@ -153,7 +181,11 @@ enum BareBusConnection {
         while missing > 0 {
             let message = try socket.receiveMessage(deadline: deadline)
             guard message.kind == .methodReturn || message.kind == .error, let serial = message.replySerial else { continue }
-            if message.kind == .error { throw .notHandled("error reply \(message.errorName ?? "") to call \(serial)") }
+            if message.kind == .error {
+                let name = message.errorName ?? ""
+                if name == "org.freedesktop.DBus.Error.NoReply" || name == "org.freedesktop.DBus.Error.Disconnected" { throw .wentAway }
+                throw .refused("error reply \(name) to call \(serial)")
+            }
             if serial == 1 && !helloAnswered {
                 helloAnswered = true
                 deadline = Posix.monotonicSeconds() + callTimeout
@@ -161,7 +193,7 @@ enum BareBusConnection {
                 replies[Int(serial) - 2] = message
                 missing -= 1
             } else {
-                throw .notHandled("a reply to no call (serial \(serial))")
+                throw .refused("a reply to no call (serial \(serial))")
             }
         }
         var all: [BusMessage] = []
@@ -252,8 +284,8 @@ extension BareBusConnection {
                     return
                 }
                 let error = errno
-                guard count < 0 else { throw .notHandled("the bus closed the connection") }
-                guard error == EAGAIN || error == EINTR else { throw .notHandled("recv: errno \(error)") }
+                guard count < 0 else { throw .wentAway }
+                guard error == EAGAIN || error == EINTR else { throw error == ECONNRESET ? .wentAway : .notHandled("recv: errno \(error)") }
                 try wait(for: Int16(POLLIN), deadline: deadline)
             }
         }
@@ -282,7 +314,7 @@ extension BareBusConnection {
                         return try BusMessage(reading: received[..<length])
                     }
                 } catch {
-                    throw .notHandled("a message it cannot read: \(error)")
+                    throw .refused("a message it cannot read: \(error)")
                 }
                 try receiveMore(deadline: deadline)
             }

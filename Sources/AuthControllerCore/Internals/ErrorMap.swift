@@ -35,10 +35,7 @@ enum ErrorMap {
             return .unavailable("no Secret Service on the session bus; start gnome-keyring-daemon (Debian package gnome-keyring), or run \(hint: .sandbox)",
                                 detail: detail)
         }
-        if error.isDisconnection {
-            return .temporaryFailure("could not \(what): the \(peer == .bus ? "session bus" : "Secret Service") went away mid-call; nothing was changed — try again",
-                                     detail: detail)
-        }
+        if error.isDisconnection { return wentAway(on: peer, while: what, detail: detail) }
         if error.remoteName == "org.freedesktop.Secret.Error.IsLocked" { return .keyringLocked }
         return .unavailable("could not \(what): \(error.message)", detail: detail)
     }
@@ -54,6 +51,12 @@ enum ErrorMap {
             return .temporaryFailure("could not \(what): the Secret Service did not answer within \(seconds) s; nothing was changed — try again, or \(hint: .raiseKeyringTimeout)",
                                      detail: detail)
         }
+    }
+
+    /// The bus or the Secret Service went away while a call waited for its reply.
+    static func wentAway(on peer: Peer, while what: String, detail: String? = nil) -> AuthError {
+        .temporaryFailure("could not \(what): the \(peer == .bus ? "session bus" : "Secret Service") went away mid-call; nothing was changed — try again",
+                          detail: detail)
     }
 
     /// A request to a token server that got no HTTP answer: the deadline (a temporary failure),

@@ -49,6 +49,12 @@ package enum ProcessEnvironment {
         return text.isEmpty ? nil : text
     }
 
+    /// The value of an environment variable as it is set, empty included; `nil` when unset.
+    /// The corresponding C function is `getenv`.
+    package static func valueEvenIfEmpty(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
     /// Every environment variable (`NAME=value` entries without `=` are skipped; the first of a
     /// repeated name wins, as `getenv` finds it). The corresponding C variable is `environ`.
     package static var all: [String: String] {

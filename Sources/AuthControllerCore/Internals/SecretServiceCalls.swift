@@ -54,25 +54,37 @@ enum SecretServiceCalls {
 
     /// What ``searchItemsAndCollectionLock(_:attributes:collection:_:)`` asks (only the
     /// property without `attributes`), without GIO (see ``SessionBus/callWithoutGIO(_:timeout:_:)``):
-    /// whether the search found an item, and whether the collection is locked. `nil` when this
-    /// way did not answer: ask through GIO.
+    /// whether the search found an item, and whether the collection is locked.
     static func searchItemsAndCollectionLockWithoutGIO(_ bus: SessionBus, attributes: [(String, String)]?, collection path: String,
-                                                       what: String, timeout: Double) throws(AuthError) -> (found: Bool, locked: Bool)? {
+                                                       what: String, timeout: Double) throws(AuthError) -> WithoutGIO<(found: Bool, locked: Bool)> {
         var calls = [BareBusConnection.MethodCall(destination: busName, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
                                                   arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")])]
         if let attributes {
             calls.insert(.init(destination: busName, path: servicePath, interface: "org.freedesktop.Secret.Service", member: "SearchItems",
                                arguments: [.stringDictionary(attributes)]), at: 0)
         }
-        guard let replies = try bus.callWithoutGIO(what, timeout: timeout, calls) else { return nil }
-        do throws(BusMessageError) {
-            let locked = try replies.last!.booleanInVariant()
-            guard attributes != nil else { return (false, locked) }
-            let found = try replies[0].objectPathArrays()
-            return (!found.first.isEmpty || !found.second.isEmpty, locked)
-        } catch {
-            return nil
+        switch try bus.callWithoutGIO(what, timeout: timeout, calls) {
+        case .notMade: return .notMade
+        case .refused: return .refused
+        case .replies(let replies):
+            do throws(BusMessageError) {
+                let locked = try replies[replies.count - 1].booleanInVariant()
+                guard attributes != nil else { return .answered((false, locked)) }
+                let found = try replies[0].objectPathArrays()
+                return .answered((!found.first.isEmpty || !found.second.isEmpty, locked))
+            } catch {
+                // Not the reply asked for: as GIO's check of the reply type fails.
+                return .refused
+            }
         }
+    }
+
+    /// What calls made without GIO came to: their answer; not made (ask through GIO); or
+    /// refused (an error reply or not the reply asked for: as a failed GIO call).
+    enum WithoutGIO<Answer> {
+        case answered(Answer)
+        case notMade
+        case refused
     }
 
     /// `Properties.Get(Item, "Label")` of the item at `path`.

@@ -65,25 +65,43 @@ final class SessionBus: Sendable {
         return try GDBus.sessionBusAddress(deadline)
     }
 
-    /// Makes `calls` without GIO, over a connection of their own (see ``BareBusConnection``),
-    /// and returns their replies — but only as the first use of this bus in the process: a
-    /// `status` run by a script reads once and exits. `nil` otherwise, or when that way did not
-    /// make them: the caller makes the same calls through GIO, whose connection then serves
-    /// every later call (`serve`, an app checking `isSignedIn` in a loop).
-    func callWithoutGIO(_ what: String, timeout: Double, _ calls: [BareBusConnection.MethodCall]) throws(AuthError) -> [BusMessage]? {
+    /// What ``callWithoutGIO(_:timeout:_:)`` came to.
+    enum CallWithoutGIO {
+        /// The calls' replies, in order.
+        case replies([BusMessage])
+        /// Not made this way: make them through GIO.
+        case notMade
+        /// Made, and answered with an error or with what is not their reply: as a GIO call that
+        /// failed, asked again only the way a failed call is.
+        case refused
+    }
+
+    /// Makes `calls` without GIO, over a connection of their own (see ``BareBusConnection``) —
+    /// but only as the first use of this bus in the process: a `status` run by a script reads
+    /// once and exits. Later calls, or calls this way cannot make, are ``CallWithoutGIO/notMade``
+    /// and go through GIO, whose connection then serves the rest of the process (`serve`, an app
+    /// checking `isSignedIn` in a loop). A deadline that passes and a peer that goes away are
+    /// errors, as through GIO.
+    func callWithoutGIO(_ what: String, timeout: Double, _ calls: [BareBusConnection.MethodCall]) throws(AuthError) -> CallWithoutGIO {
         let first = usedWithoutGIO.withLock { used in
             defer { used = true }
             return !used && cached.withLock { $0 == nil }
         }
-        guard first, let address = address ?? BareBusConnection.sessionBusAddress() else { return nil }
+        guard first else { return .notMade }
+        let socket = if let address { BareBusConnection.socketAddress(of: address) } else { BareBusConnection.sessionBusSocket() }
+        guard let socket else { return .notMade }
         let connectTimeout = min(timeout, Self.connectTimeout)
         do {
-            return try BareBusConnection.call(calls, address: address, connectTimeout: connectTimeout, callTimeout: timeout)
-        } catch .deadlinePassed(let afterHello) {
-            throw afterHello ? ErrorMap.deadlinePassed(on: .secretService, while: what, seconds: timeout)
-                : ErrorMap.deadlinePassed(on: .bus, while: "connect to the session bus", seconds: connectTimeout)
+            return .replies(try BareBusConnection.call(calls, socket: socket, connectTimeout: connectTimeout, callTimeout: timeout))
         } catch {
-            return nil
+            switch error {
+            case .deadlinePassed(afterHello: true): throw ErrorMap.deadlinePassed(on: .secretService, while: what, seconds: timeout)
+            case .deadlinePassed(afterHello: false):
+                throw ErrorMap.deadlinePassed(on: .bus, while: "connect to the session bus", seconds: connectTimeout)
+            case .wentAway: throw ErrorMap.wentAway(on: .secretService, while: what)
+            case .refused: return .refused
+            case .notHandled: return .notMade
+            }
         }
     }
 

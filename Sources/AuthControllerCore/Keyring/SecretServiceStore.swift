@@ -49,10 +49,17 @@ public struct SecretServiceStore: SecretStore {
     /// `UnknownMethod` for a collection path it made up: then both are asked again one after the
     /// other, and only that answer counts.
     public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
-        if let read = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
+        switch try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
             bus, attributes: key?.attributes, collection: SecretServiceCalls.defaultCollectionPath,
             what: "read the keyring's lock state", timeout: callTimeout) {
+        case .answered(let read):
             return (read.locked, read.found)
+        case .refused:
+            // As when the calls below fail: asked again one after the other.
+            guard let key else { return (try isLocked(), false) }
+            return (try isLocked(), try containsItem(key))
+        case .notMade:
+            break
         }
         guard let key else { return (try isLocked(), false) }
         do {
