@@ -64,10 +64,13 @@ struct SandboxCleanupTests {
     @Test("--keep and SIGKILL: the daemons are gone, the folder stays")
     func killedKeeping() async throws {
         let scenario = try await Scenario()
-        let sandbox = try await scenario.start(["sandbox", "--keep", "--", "/bin/sh", "-c", #"echo "$XDG_RUNTIME_DIR"; exec sleep 30"#])
+        // The command outlives the test (it is killed below), and pgrep runs at once, not behind
+        // the suite's limit on processes running together: a loaded suite kept it waiting until
+        // a 30 s command had ended the sandbox.
+        let sandbox = try await scenario.start(["sandbox", "--keep", "--", "/bin/sh", "-c", #"echo "$XDG_RUNTIME_DIR"; exec sleep 600"#])
         let runtime = try #require(await sandbox.waitForLines(1).first)
         let folder = URL(fileURLWithPath: runtime).deletingLastPathComponent().path
-        let found = try await runProcess("/usr/bin/pgrep", ["-f", folder + "/bus.conf"], input: nil, environment: [:], timeout: 5)
+        let found = await (try await Spawned("/usr/bin/pgrep", ["-f", folder + "/bus.conf"], input: nil, environment: [:])).wait(timeout: 30)
         let bus = try #require(pid_t(found.output), "\(found)")
         sandbox.signal(SIGKILL)
         _ = await sandbox.wait(timeout: 10)
