@@ -11,15 +11,9 @@ demo: deps
 # test runs the recipes alone, with the two targets that run `swift build` taken as done
 # (`make -o build -o manual-tool install`, and the same for `uninstall`). The documentation is built
 # first for the same reason, and so that a broken link fails CI.
-#
-# One suite runs in a pass of its own: RemoteAccountEdgeTests holds a session for a minute (a
-# token that lives 60 s, a refresh lock held for 60 s), and with the whole suite around it its
-# sessions end or its lock is had early — a `token` right after sign-in finds the session over, or
-# gets the lock the test holds — which never happens when it runs alone. Until that is found, it
-# runs alone, so it still has to pass.
+
 test: deps install-prerequisites docs
-	swift test --skip RemoteAccountEdgeTests
-	swift test --skip-build --filter RemoteAccountEdgeTests
+	swift test
 
 # The DocC documentation of the library as one archive, with every warning an error: the articles of
 # Sources/AuthController/AuthController.docc, AuthControllerCore's symbols and its catalog's landing
