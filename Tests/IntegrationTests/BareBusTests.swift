@@ -183,7 +183,12 @@ final class ScriptedPeer: @unchecked Sendable {
             var request = [UInt8](repeating: 0, count: 4096)
             _ = read(connection, &request, request.count)
             _ = answer.withUnsafeBytes { write(connection, $0.baseAddress!, $0.count) }
-            if thenClose { close(connection) }
+            guard thenClose else { return }
+            // An end the client reads after the answer: a close with unread bytes would be a
+            // reset, which may throw the answer away before the client reads it.
+            shutdown(connection, Int32(SHUT_WR))
+            while read(connection, &request, request.count) > 0 {}
+            close(connection)
         }
     }
 
