@@ -183,7 +183,7 @@ enum BareBusConnection {
             guard message.kind == .methodReturn || message.kind == .error, let serial = message.replySerial else { continue }
             if message.kind == .error {
                 let name = message.errorName ?? ""
-                if name == "org.freedesktop.DBus.Error.NoReply" || name == "org.freedesktop.DBus.Error.Disconnected" { throw .wentAway }
+                if ErrorMap.disconnectionErrorNames.contains(name) { throw .wentAway }
                 throw .refused("error reply \(name) to call \(serial)")
             }
             if serial == 1 && !helloAnswered {

@@ -81,6 +81,11 @@ enum ErrorMap {
     }
 }
 
+extension ErrorMap {
+    /// D-Bus error names that say the peer or the connection went away.
+    static let disconnectionErrorNames = ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected"]
+}
+
 extension GLibError {
     var isTimeout: Bool {
         (domain == .io && code == Int32(G_IO_ERROR_TIMED_OUT.rawValue))
@@ -90,7 +95,7 @@ extension GLibError {
 
     /// The peer or the connection went away.
     var isDisconnection: Bool {
-        ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected"].contains(remoteName ?? "")
+        ErrorMap.disconnectionErrorNames.contains(remoteName ?? "")
             || (domain == .dbus && [G_DBUS_ERROR_NO_REPLY, G_DBUS_ERROR_DISCONNECTED].map { Int32($0.rawValue) }.contains(code))
             || (domain == .io && [G_IO_ERROR_CLOSED, G_IO_ERROR_BROKEN_PIPE, G_IO_ERROR_CONNECTION_CLOSED].map { Int32($0.rawValue) }.contains(code))
     }

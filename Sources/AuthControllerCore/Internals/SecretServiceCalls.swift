@@ -56,7 +56,7 @@ enum SecretServiceCalls {
     /// property without `attributes`), without GIO (see ``SessionBus/callWithoutGIO(_:timeout:_:)``):
     /// whether the search found an item, and whether the collection is locked.
     static func searchItemsAndCollectionLockWithoutGIO(_ bus: SessionBus, attributes: [(String, String)]?, collection path: String,
-                                                       what: String, timeout: Double) throws(AuthError) -> WithoutGIO<(found: Bool, locked: Bool)> {
+                                                       what: String, timeout: Double) throws(AuthError) -> SessionBus.CallWithoutGIO<(found: Bool, locked: Bool)> {
         var calls = [BareBusConnection.MethodCall(destination: busName, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
                                                   arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")])]
         if let attributes {
@@ -66,7 +66,7 @@ enum SecretServiceCalls {
         switch try bus.callWithoutGIO(what, timeout: timeout, calls) {
         case .notMade: return .notMade
         case .refused: return .refused
-        case .replies(let replies):
+        case .answered(let replies):
             do throws(BusMessageError) {
                 let locked = try replies[replies.count - 1].booleanInVariant()
                 guard attributes != nil else { return .answered((false, locked)) }
@@ -77,14 +77,6 @@ enum SecretServiceCalls {
                 return .refused
             }
         }
-    }
-
-    /// What calls made without GIO came to: their answer; not made (ask through GIO); or
-    /// refused (an error reply or not the reply asked for: as a failed GIO call).
-    enum WithoutGIO<Answer> {
-        case answered(Answer)
-        case notMade
-        case refused
     }
 
     /// `Properties.Get(Item, "Label")` of the item at `path`.

@@ -65,10 +65,11 @@ final class SessionBus: Sendable {
         return try GDBus.sessionBusAddress(deadline)
     }
 
-    /// What ``callWithoutGIO(_:timeout:_:)`` came to.
-    enum CallWithoutGIO {
-        /// The calls' replies, in order.
-        case replies([BusMessage])
+    /// What calls made without GIO came to (``callWithoutGIO(_:timeout:_:)``, and what its
+    /// callers read from the replies).
+    enum CallWithoutGIO<Answer> {
+        /// The answer: the replies in order, or what they say.
+        case answered(Answer)
         /// Not made this way: make them through GIO.
         case notMade
         /// Made, and answered with an error or with what is not their reply: as a GIO call that
@@ -82,7 +83,7 @@ final class SessionBus: Sendable {
     /// and go through GIO, whose connection then serves the rest of the process (`serve`, an app
     /// checking `isSignedIn` in a loop). A deadline that passes and a peer that goes away are
     /// errors, as through GIO.
-    func callWithoutGIO(_ what: String, timeout: Double, _ calls: [BareBusConnection.MethodCall]) throws(AuthError) -> CallWithoutGIO {
+    func callWithoutGIO(_ what: String, timeout: Double, _ calls: [BareBusConnection.MethodCall]) throws(AuthError) -> CallWithoutGIO<[BusMessage]> {
         let first = usedWithoutGIO.withLock { used in
             defer { used = true }
             return !used && cached.withLock { $0 == nil }
@@ -92,7 +93,7 @@ final class SessionBus: Sendable {
         guard let socket else { return .notMade }
         let connectTimeout = min(timeout, Self.connectTimeout)
         do {
-            return .replies(try BareBusConnection.call(calls, socket: socket, connectTimeout: connectTimeout, callTimeout: timeout))
+            return .answered(try BareBusConnection.call(calls, socket: socket, connectTimeout: connectTimeout, callTimeout: timeout))
         } catch {
             switch error {
             case .deadlinePassed(afterHello: true): throw ErrorMap.deadlinePassed(on: .secretService, while: what, seconds: timeout)

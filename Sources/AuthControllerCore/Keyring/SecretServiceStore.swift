@@ -55,13 +55,12 @@ public struct SecretServiceStore: SecretStore {
         case .answered(let read):
             return (read.locked, read.found)
         case .refused:
-            // As when the calls below fail: asked again one after the other.
-            guard let key else { return (try isLocked(), false) }
-            return (try isLocked(), try containsItem(key))
+            // As when the calls below fail.
+            return try lockStateOneCallAtATime(andContains: key)
         case .notMade:
             break
         }
-        guard let key else { return (try isLocked(), false) }
+        guard let key else { return try lockStateOneCallAtATime(andContains: nil) }
         do {
             let together = try bus.call("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in
                 try SecretServiceCalls.searchItemsAndCollectionLock(connection, attributes: key.attributes,
@@ -71,8 +70,15 @@ public struct SecretServiceStore: SecretStore {
         } catch {
             // A deadline that passed is not asked again: a command still ends within its deadline.
             if case .temporaryFailure = error { throw error }
-            return (try isLocked(), try containsItem(key))
+            return try lockStateOneCallAtATime(andContains: key)
         }
+    }
+
+    /// ``lockState(andContains:)`` asked one call after the other, each answer counting alone.
+    private func lockStateOneCallAtATime(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
+        let locked = try isLocked()
+        guard let key else { return (locked, false) }
+        return (locked, try containsItem(key))
     }
 
     /// `Properties.Get` of the default collection's `Locked` property. Never prompts.
