@@ -21,6 +21,21 @@ struct BareBusTests {
         ]
     }
 
+    /// The replies to `calls`, asked again while gnome-keyring answers the `Locked` property,
+    /// asked beside a search, with `UnknownMethod` for a collection path it made up (about one
+    /// time in a hundred; the store then asks one call at a time).
+    static func bareReplies(_ calls: [BareBusConnection.MethodCall], address: String) throws(BareBusConnection.Failure) -> [BusMessage] {
+        var tries = 1
+        while true {
+            do {
+                return try BareBusConnection.call(calls, address: address, connectTimeout: 5, callTimeout: 5)
+            } catch {
+                guard case .refused(let why) = error, why.contains("org.freedesktop.DBus.Error.UnknownMethod"), tries < 5 else { throw error }
+                tries += 1
+            }
+        }
+    }
+
     @Test("SearchItems and the collection's Locked property answer as through GIO, unlocked and locked; only a process's first read goes this way")
     func sameAnswersAsGIO() async throws {
         let sandbox = try await DesktopSandbox.started()
@@ -32,9 +47,15 @@ struct BareBusTests {
         // The process's first read goes without GIO; later ones through GIO's connection, kept.
         let first = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
             gio, attributes: attributes, collection: SecretServiceCalls.defaultCollectionPath, what: "read", timeout: 5)
-        guard case .answered(let read) = first else { Issue.record("\(first)"); return }
-        #expect(read.found)
-        #expect(!read.locked)
+        switch first {
+        case .answered(let read):
+            #expect(read.found)
+            #expect(!read.locked)
+        case .refused:
+            break  // gnome-keyring's answer for a path it made up (see `bareReplies`): made, and refused
+        case .notMade:
+            Issue.record("the first read was not made without GIO")
+        }
         let second = try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
             gio, attributes: attributes, collection: SecretServiceCalls.defaultCollectionPath, what: "read", timeout: 5)
         guard case .notMade = second else { Issue.record("\(second)"); return }
@@ -44,8 +65,7 @@ struct BareBusTests {
             }
         }
 
-        var replies = try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "alice"), address: sandbox.busAddress,
-                                                 connectTimeout: 5, callTimeout: 5)
+        var replies = try Self.bareReplies(Self.statusCalls(service: scenario.service, account: "alice"), address: sandbox.busAddress)
         var found = try replies[0].objectPathArrays()
         #expect(found.first.count == 1)
         #expect(found.first == (try throughGIO()).unlocked)
@@ -53,16 +73,14 @@ struct BareBusTests {
         #expect(try replies[1].booleanInVariant() == false)
 
         try await scenario.lockKeyring()
-        replies = try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "alice"), address: sandbox.busAddress,
-                                             connectTimeout: 5, callTimeout: 5)
+        replies = try Self.bareReplies(Self.statusCalls(service: scenario.service, account: "alice"), address: sandbox.busAddress)
         found = try replies[0].objectPathArrays()
         #expect(found.first.isEmpty)
         #expect(found.second.count == 1)
         #expect(found.second == (try throughGIO()).locked)
         #expect(try replies[1].booleanInVariant() == true)
 
-        replies = try BareBusConnection.call(Self.statusCalls(service: scenario.service, account: "nobody"), address: sandbox.busAddress,
-                                             connectTimeout: 5, callTimeout: 5)
+        replies = try Self.bareReplies(Self.statusCalls(service: scenario.service, account: "nobody"), address: sandbox.busAddress)
         found = try replies[0].objectPathArrays()
         #expect(found.first.isEmpty && found.second.isEmpty, "\(found)")
     }
