@@ -5,24 +5,16 @@
 /// Written by hand because the two libraries that do it cost more to load than the whole call:
 /// see ``BareBusConnection``. GVariant, GIO's format, is the same wire format; everything else in
 /// authctl uses it.
-struct BusMessage: Equatable {
+struct BusMessage {
     enum Kind: UInt8 {
         case methodCall = 1, methodReturn = 2, error = 3, signal = 4
     }
 
     /// One value of a method call's arguments.
-    enum Argument: Equatable {
+    enum Argument {
         case string(String)
         /// `a{ss}`, in this order.
         case stringDictionary([(String, String)])
-
-        static func == (a: Argument, b: Argument) -> Bool {
-            switch (a, b) {
-            case (.string(let x), .string(let y)): x == y
-            case (.stringDictionary(let x), .stringDictionary(let y)): x.elementsEqual(y, by: ==)
-            default: false
-            }
-        }
 
         var signature: String {
             switch self {
