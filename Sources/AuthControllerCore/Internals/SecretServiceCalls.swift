@@ -11,6 +11,7 @@ internal import CGLib
 enum SecretServiceCalls {
     static let busName = "org.freedesktop.secrets"
     static let servicePath = "/org/freedesktop/secrets"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
     /// The spec's fixed path of the collection behind the `default` alias.
     static let defaultCollectionPath = "/org/freedesktop/secrets/aliases/default"
     /// How many calls of a batch may await their reply at once.
@@ -22,7 +23,7 @@ enum SecretServiceCalls {
     static func searchItems(_ connection: GDBus.Connection, attributes: [(String, String)],
                             _ deadline: Deadline) throws(GLibError) -> (unlocked: [String], locked: [String]) {
         let parameters = variantTuple([GVariant.stringDictionary(attributes)])
-        let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "SearchItems",
+        let reply = try call(connection, path: servicePath, interface: serviceInterface, method: "SearchItems",
                              parameters: parameters, replyType: "(aoao)", deadline)
         defer { g_variant_unref(reply) }
         return (GVariant.strings(in: reply, at: 0), GVariant.strings(in: reply, at: 1))
@@ -41,7 +42,7 @@ enum SecretServiceCalls {
                                              _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), locked: Bool) {
         let lockedProperty = variantTuple([g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")])
         let replies = try pipelined(connection, [
-            (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
+            (servicePath, serviceInterface, "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
             (path, "org.freedesktop.DBus.Properties", "Get", lockedProperty, "(v)"),
         ], deadline).map { $0! }  // without skippingGoneObjects, every reply is there
         defer { for reply in replies { g_variant_unref(reply) } }
@@ -60,7 +61,7 @@ enum SecretServiceCalls {
         var calls = [BareBusConnection.MethodCall(destination: busName, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
                                                   arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")])]
         if let attributes {
-            calls.insert(.init(destination: busName, path: servicePath, interface: "org.freedesktop.Secret.Service", member: "SearchItems",
+            calls.insert(.init(destination: busName, path: servicePath, interface: serviceInterface, member: "SearchItems",
                                arguments: [.stringDictionary(attributes)]), at: 0)
         }
         switch try bus.callWithoutGIO(what, timeout: timeout, calls) {
@@ -88,7 +89,7 @@ enum SecretServiceCalls {
 
     /// `Service.ReadAlias(s) → o`: the collection behind `alias`, `nil` when it resolves to nothing.
     static func readAlias(_ connection: GDBus.Connection, _ alias: String, _ deadline: Deadline) throws(GLibError) -> String? {
-        let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "ReadAlias",
+        let reply = try call(connection, path: servicePath, interface: serviceInterface, method: "ReadAlias",
                              parameters: variantTuple([g_variant_new_string(alias)]), replyType: "(o)", deadline)
         defer { g_variant_unref(reply) }
         let path = GVariant.strings(inTuple: reply).first ?? "/"
@@ -129,8 +130,8 @@ enum SecretServiceCalls {
                                     _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), secret: [UInt8]?) {
         let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
         let replies = try pipelined(connection, [
-            (servicePath, "org.freedesktop.Secret.Service", "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
-            (servicePath, "org.freedesktop.Secret.Service", "OpenSession", openParameters, "(vo)"),
+            (servicePath, serviceInterface, "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
+            (servicePath, serviceInterface, "OpenSession", openParameters, "(vo)"),
         ], deadline)
         defer { for reply in replies { if let reply { g_variant_unref(reply) } } }
         let found = (GVariant.strings(in: replies[0]!, at: 0), GVariant.strings(in: replies[0]!, at: 1))
@@ -154,7 +155,9 @@ enum SecretServiceCalls {
     /// private main context; returns the replies in order (owned by the caller) or the first
     /// failure. With `skippingGoneObjects`, a call on an object that is gone
     /// (``GLibError/isMissingObject``) is a `nil` reply, not a failure; otherwise every reply
-    /// is there. The corresponding C functions are `g_dbus_connection_call` and `_call_finish`.
+    /// is there. A call to the Service that it declines as unknown is sent once more
+    /// (``isDeclinedAsUnknown(_:interface:)``). The corresponding C functions are
+    /// `g_dbus_connection_call` and `_call_finish`.
     private static func pipelined(_ connection: GDBus.Connection,
                                   _ calls: [(path: String, interface: String, method: String, parameters: OpaquePointer, replyType: StaticString)],
                                   skippingGoneObjects: Bool = false,
@@ -163,17 +166,26 @@ enum SecretServiceCalls {
             var values: [OpaquePointer?]
             var failure: GLibError?
             var pending: Int
+            /// Calls declined as unknown, to be sent again; and whether each was.
+            var toSendAgain: [Int] = []
+            var sentAgain: [Bool]
             let skippingGoneObjects: Bool
             init(_ count: Int, skippingGoneObjects: Bool) {
                 values = Array(repeating: nil, count: count)
                 pending = count
+                sentAgain = Array(repeating: false, count: count)
                 self.skippingGoneObjects = skippingGoneObjects
             }
         }
         final class Slot {
             let replies: Replies
             let index: Int
-            init(_ replies: Replies, _ index: Int) { self.replies = replies; self.index = index }
+            let interface: String
+            init(_ replies: Replies, _ index: Int, _ interface: String) {
+                self.replies = replies
+                self.index = index
+                self.interface = interface
+            }
         }
         let context = g_main_context_new()
         g_main_context_push_thread_default(context)
@@ -181,27 +193,37 @@ enum SecretServiceCalls {
             g_main_context_pop_thread_default(context)
             g_main_context_unref(context)
         }
+        // Held, not floating, so that a call sent again sends them again.
+        let parameters = calls.map { g_variant_ref_sink($0.parameters)! }
+        defer { for parameter in parameters { g_variant_unref(parameter) } }
         let replies = Replies(calls.count, skippingGoneObjects: skippingGoneObjects)
         func send(_ index: Int) {
             let call = calls[index]
-            let slot = Unmanaged.passRetained(Slot(replies, index)).toOpaque()
-            g_dbus_connection_call(connection.pointer, busName, call.path, call.interface, call.method, call.parameters,
+            let slot = Unmanaged.passRetained(Slot(replies, index, call.interface)).toOpaque()
+            g_dbus_connection_call(connection.pointer, busName, call.path, call.interface, call.method, parameters[index],
                                    variantType(call.replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout, deadline.cancellable,
                                    { source, result, userData in
                 let slot = Unmanaged<Slot>.fromOpaque(userData!).takeRetainedValue()
+                let replies = slot.replies
                 var error: UnsafeMutablePointer<GError>?
                 let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
                 if let error {
                     let failure = GLibError.take(error)
-                    let gone = slot.replies.skippingGoneObjects && failure.isMissingObject
-                    if !gone && slot.replies.failure == nil { slot.replies.failure = failure }
+                    if !replies.sentAgain[slot.index] && SecretServiceCalls.isDeclinedAsUnknown(failure, interface: slot.interface) {
+                        replies.sentAgain[slot.index] = true
+                        replies.toSendAgain.append(slot.index)
+                        return
+                    }
+                    let gone = replies.skippingGoneObjects && failure.isMissingObject
+                    if !gone && replies.failure == nil { replies.failure = failure }
                 }
-                slot.replies.values[slot.index] = reply
-                slot.replies.pending -= 1
+                replies.values[slot.index] = reply
+                replies.pending -= 1
             }, slot)
         }
         var next = 0
         while next < calls.count || replies.pending > 0 {
+            while let index = replies.toSendAgain.popLast() { send(index) }
             while next < calls.count && next - (calls.count - replies.pending) < maximumInFlight {
                 send(next)
                 next += 1
@@ -264,7 +286,7 @@ enum SecretServiceCalls {
     /// passes the prompt is dismissed (`Prompt.Dismiss`) and the cancellation is thrown.
     static func unlock(_ connection: GDBus.Connection, object path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
         let array = GVariant.objectPathArray([path])
-        let reply = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "Unlock",
+        let reply = try call(connection, path: servicePath, interface: serviceInterface, method: "Unlock",
                              parameters: variantTuple([array]), replyType: "(aoo)", deadline)
         defer { g_variant_unref(reply) }
         if !GVariant.strings(in: reply, at: 0).isEmpty { return true }
@@ -350,7 +372,7 @@ enum SecretServiceCalls {
     private static func withPlainSession<T>(_ connection: GDBus.Connection, _ deadline: Deadline,
                                             _ body: (String) throws(GLibError) -> T) throws(GLibError) -> T {
         let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
-        let opened = try call(connection, path: servicePath, interface: "org.freedesktop.Secret.Service", method: "OpenSession",
+        let opened = try call(connection, path: servicePath, interface: serviceInterface, method: "OpenSession",
                               parameters: openParameters, replyType: "(vo)", deadline)
         let session = GVariant.string(in: opened, at: 1)
         g_variant_unref(opened)
@@ -373,13 +395,38 @@ enum SecretServiceCalls {
     }
 
     /// The corresponding C function is `g_dbus_connection_call_sync`; the reply is owned by the caller.
+    /// A call to the Service that it declines as unknown is asked once more
+    /// (``isDeclinedAsUnknown(_:interface:)``).
     private static func call(_ connection: GDBus.Connection, path: String, interface: String, method: String,
                              parameters: OpaquePointer?, replyType: StaticString, _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
-        let reply = try withGError {
-            g_dbus_connection_call_sync(connection.pointer, busName, path, interface, method, parameters,
-                                        variantType(replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout,
-                                        deadline.cancellable, $0)
+        // Held, not floating, so that a call asked again sends them again.
+        let parameters = parameters.map { g_variant_ref_sink($0)! }
+        defer { if let parameters { g_variant_unref(parameters) } }
+        var askedAgain = false
+        while true {
+            do {
+                let reply = try withGError {
+                    g_dbus_connection_call_sync(connection.pointer, busName, path, interface, method, parameters,
+                                                variantType(replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout,
+                                                deadline.cancellable, $0)
+                }
+                return reply!
+            } catch {
+                guard !askedAgain, isDeclinedAsUnknown(error, interface: interface) else { throw error }
+                askedAgain = true
+            }
         }
-        return reply!
+    }
+
+    /// Whether `error` is a Service declining a call as an unknown method, which asked again
+    /// is answered. gnome-keyring sets up what it knows of each caller when the caller's first
+    /// message arrives, on its main loop; now and then it handles one of the caller's first
+    /// calls before that, and its handler then declines the call, which GDBus answers with
+    /// `UnknownMethod` ("Method SearchItems is not implemented on interface …"). No Secret
+    /// Service means that answer otherwise: every method of the Service is in the
+    /// specification. Once is enough: a service that truly lacks the method answers the same
+    /// again, and that answer is the error.
+    static func isDeclinedAsUnknown(_ error: GLibError, interface: String) -> Bool {
+        interface == serviceInterface && error.remoteName == "org.freedesktop.DBus.Error.UnknownMethod"
     }
 }
