@@ -150,7 +150,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             exclude: ["Support/token_server.py", "Support/git_server.py", "Support/serving.py", "Support/identity_provider", "Support/scripted_provider.py",
-                      "Support/scripted_browser"],
+                      "Support/scripted_browser", "Support/secret_service_stand_in.py"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,0 +1,88 @@
+@testable import AuthControllerCore
+import DesktopSandbox
+import Foundation
+import Testing
+
+/// gnome-keyring now and then declines one of a new caller's first calls to the Service as an
+/// unknown method (`UnknownMethod`, "Method SearchItems is not implemented on interface
+/// org.freedesktop.Secret.Service"): such a call is asked once more, never more. The Secret
+/// Service here is a stand-in that declines every caller's first searches
+/// (Support/secret_service_stand_in.py), on a bus of its own.
+@Suite("A Secret Service that declines a caller's first search")
+struct SecretServiceCallerTests {
+    /// A bus whose Secret Service declines each caller's first `refusals` searches, and a
+    /// scenario that is signed in as alice and reads that bus.
+    struct StandIn {
+        let sandbox: DesktopSandbox
+        let service: PipedProcess
+        var scenario: Scenario
+
+        init(refusals: Int) async throws {
+            var scenario = try await Scenario()
+            try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+            sandbox = try await DesktopSandbox.started(keyring: false)
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/secret_service_stand_in.py")
+            service = try PipedProcess(debianPython, [script.path, sandbox.busAddress, String(refusals)], environment: [:])
+            let ready = await service.waitForOutput(timeout: 20) { $0.hasPrefix("ready\n") }
+            #expect(ready, "the stand-in did not start: \(service.stdout) \(service.stderr)")
+            scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = sandbox.busAddress
+            self.scenario = scenario
+        }
+
+        /// The stand-in's answers to searches, one `SearchItems SENDER refused|answered` each.
+        var searches: [Substring] { service.stdout.split(separator: "\n").filter { $0.hasPrefix("SearchItems ") } }
+
+        /// How many searches each caller made, in the order they first searched.
+        var searchesByCaller: [Int] {
+            var callers: [Substring] = []
+            var counts: [Int] = []
+            for line in searches {
+                let caller = line.split(separator: " ")[1]
+                if let index = callers.firstIndex(of: caller) { counts[index] += 1 } else { callers.append(caller); counts.append(1) }
+            }
+            return counts
+        }
+
+        func stop() async {
+            service.terminate()
+            await sandbox.stop()
+        }
+    }
+
+    @Test("status: the search declined on the first read is asked again, and answered")
+    func statusAsksAgain() async throws {
+        let standIn = try await StandIn(refusals: 1)
+        let run = try await standIn.scenario.authctl("status")
+        await standIn.stop()
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stdout.hasPrefix("Signed in to \(standIn.scenario.service) as alice"), "\(run)")
+        // The first read's connection is refused once; the read asked again one call at a
+        // time, on a connection of its own, is refused once and then answered.
+        #expect(standIn.searches.map { $0.split(separator: " ")[2] } == ["refused", "refused", "answered"], "\(standIn.searches)")
+        #expect(standIn.searchesByCaller == [1, 2], "\(standIn.searches)")
+    }
+
+    @Test("a search declined twice is the command's error: 69, one line, asked again only once")
+    func declinedTwice() async throws {
+        let standIn = try await StandIn(refusals: 2)
+        let run = try await standIn.scenario.authctl("accounts")
+        await standIn.stop()
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr == "authctl: could not search the keyring: GDBus.Error:org.freedesktop.DBus.Error.UnknownMethod: "
+            + "Method SearchItems is not implemented on interface org.freedesktop.Secret.Service\n", "\(run)")
+        #expect(standIn.searchesByCaller == [2], "\(standIn.searches)")
+    }
+
+    @Test("a search sent beside another call is sent again on its own: a token's read")
+    func pipelinedSearchAsksAgain() async throws {
+        let standIn = try await StandIn(refusals: 1)
+        let store = SecretServiceStore(promptAllowed: false, busAddress: standIn.sandbox.busAddress)
+        let tokenKey = ItemKey(service: standIn.scenario.serviceName, account: AccountID(rawValue: "alice")!,
+                               server: try ServerURL(validating: "https://id.example"))
+        // The connection's first search, sent beside OpenSession.
+        let secret = try store.secret(tokenKey)
+        await standIn.stop()
+        #expect(secret == Array("the secret".utf8))
+        #expect(standIn.searchesByCaller == [2], "\(standIn.searches)")
+    }
+}

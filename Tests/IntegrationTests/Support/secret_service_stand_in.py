@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""A Secret Service that does not know a caller at first, as gnome-keyring sometimes does not.
+
+usage: secret_service_stand_in.py BUS_ADDRESS REFUSALS
+
+gnome-keyring registers each new caller on its main loop, and now and then a caller's first
+call is handled before that: it answers `SearchItems` with `UnknownMethod` ("Method SearchItems
+is not implemented on interface org.freedesktop.Secret.Service"). This stand-in answers the first
+REFUSALS `SearchItems` of every caller so, and the later ones as a keyring with one unlocked item
+per search would. It owns org.freedesktop.secrets on the bus at BUS_ADDRESS, prints `ready`, then
+one line per `SearchItems`: `SearchItems SENDER refused` or `SearchItems SENDER answered`. It ends
+when the bus goes away.
+
+Debian's /usr/bin/python3 with python3-gi (Gio's D-Bus), which the README's listener needs too.
+"""
+import sys
+
+from gi.repository import Gio, GLib
+
+address, refusals = sys.argv[1], int(sys.argv[2])
+
+INTERFACES = Gio.DBusNodeInfo.new_for_xml("""
+<node>
+  <interface name="org.freedesktop.Secret.Service">
+    <method name="SearchItems">
+      <arg type="a{ss}" direction="in"/><arg type="ao" direction="out"/><arg type="ao" direction="out"/>
+    </method>
+    <method name="OpenSession">
+      <arg type="s" direction="in"/><arg type="v" direction="in"/><arg type="v" direction="out"/><arg type="o" direction="out"/>
+    </method>
+    <method name="ReadAlias"><arg type="s" direction="in"/><arg type="o" direction="out"/></method>
+  </interface>
+  <interface name="org.freedesktop.Secret.Collection">
+    <property name="Locked" type="b" access="read"/>
+  </interface>
+  <interface name="org.freedesktop.Secret.Item">
+    <method name="GetSecret"><arg type="o" direction="in"/><arg type="(oayays)" direction="out"/></method>
+    <property name="Locked" type="b" access="read"/>
+  </interface>
+  <interface name="org.freedesktop.Secret.Session"><method name="Close"/></interface>
+</node>
+""")
+COLLECTION = "/org/freedesktop/secrets/collection/login"
+ITEM = COLLECTION + "/1"
+SESSION = "/org/freedesktop/secrets/session/1"
+
+searches_by_sender = {}
+
+
+def service_call(connection, sender, path, interface, method, parameters, invocation):
+    if method == "SearchItems":
+        searches_by_sender[sender] = searches_by_sender.get(sender, 0) + 1
+        if searches_by_sender[sender] <= refusals:
+            print(f"SearchItems {sender} refused", flush=True)
+            invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod",
+                                         f"Method {method} is not implemented on interface {interface}")
+            return
+        print(f"SearchItems {sender} answered", flush=True)
+        invocation.return_value(GLib.Variant("(aoao)", ([ITEM], [])))
+    elif method == "OpenSession":
+        invocation.return_value(GLib.Variant("(vo)", (GLib.Variant("s", ""), SESSION)))
+    elif method == "ReadAlias":
+        invocation.return_value(GLib.Variant("(o)", (COLLECTION,)))
+
+
+def item_call(connection, sender, path, interface, method, parameters, invocation):
+    invocation.return_value(GLib.Variant("((oayays))", ((SESSION, b"", b"the secret", "text/plain"),)))
+
+
+def session_call(connection, sender, path, interface, method, parameters, invocation):
+    invocation.return_value(None)
+
+
+def unlocked(connection, sender, path, interface, name):
+    return GLib.Variant("b", False)
+
+
+connection = Gio.DBusConnection.new_for_address_sync(
+    address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+connection.register_object("/org/freedesktop/secrets", INTERFACES.lookup_interface("org.freedesktop.Secret.Service"),
+                           service_call, None, None)
+for path in [COLLECTION, "/org/freedesktop/secrets/aliases/default"]:
+    connection.register_object(path, INTERFACES.lookup_interface("org.freedesktop.Secret.Collection"), None, unlocked, None)
+connection.register_object(ITEM, INTERFACES.lookup_interface("org.freedesktop.Secret.Item"), item_call, unlocked, None)
+connection.register_object(SESSION, INTERFACES.lookup_interface("org.freedesktop.Secret.Session"), session_call, None, None)
+owned = connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+                             GLib.Variant("(su)", ("org.freedesktop.secrets", 4)), GLib.VariantType("(u)"),
+                             Gio.DBusCallFlags.NONE, 5000, None)
+if owned.unpack()[0] != 1:
+    sys.exit("org.freedesktop.secrets is owned by another connection")
+print("ready", flush=True)
+
+loop = GLib.MainLoop()
+connection.connect("closed", lambda *_: loop.quit())
+loop.run()
