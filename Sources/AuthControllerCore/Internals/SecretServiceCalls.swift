@@ -166,14 +166,12 @@ enum SecretServiceCalls {
             var values: [OpaquePointer?]
             var failure: GLibError?
             var pending: Int
-            /// Calls declined as unknown, to be sent again; and whether each was.
+            /// Calls declined as unknown, to be sent again.
             var toSendAgain: [Int] = []
-            var sentAgain: [Bool]
             let skippingGoneObjects: Bool
             init(_ count: Int, skippingGoneObjects: Bool) {
                 values = Array(repeating: nil, count: count)
                 pending = count
-                sentAgain = Array(repeating: false, count: count)
                 self.skippingGoneObjects = skippingGoneObjects
             }
         }
@@ -181,10 +179,13 @@ enum SecretServiceCalls {
             let replies: Replies
             let index: Int
             let interface: String
-            init(_ replies: Replies, _ index: Int, _ interface: String) {
+            /// Whether this is the call sent again after the Service declined it.
+            let isSentAgain: Bool
+            init(_ replies: Replies, _ index: Int, _ interface: String, isSentAgain: Bool) {
                 self.replies = replies
                 self.index = index
                 self.interface = interface
+                self.isSentAgain = isSentAgain
             }
         }
         let context = g_main_context_new()
@@ -197,9 +198,9 @@ enum SecretServiceCalls {
         let parameters = calls.map { g_variant_ref_sink($0.parameters)! }
         defer { for parameter in parameters { g_variant_unref(parameter) } }
         let replies = Replies(calls.count, skippingGoneObjects: skippingGoneObjects)
-        func send(_ index: Int) {
+        func send(_ index: Int, again: Bool = false) {
             let call = calls[index]
-            let slot = Unmanaged.passRetained(Slot(replies, index, call.interface)).toOpaque()
+            let slot = Unmanaged.passRetained(Slot(replies, index, call.interface, isSentAgain: again)).toOpaque()
             g_dbus_connection_call(connection.pointer, busName, call.path, call.interface, call.method, parameters[index],
                                    variantType(call.replyType), G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout, deadline.cancellable,
                                    { source, result, userData in
@@ -209,8 +210,7 @@ enum SecretServiceCalls {
                 let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
                 if let error {
                     let failure = GLibError.take(error)
-                    if !replies.sentAgain[slot.index] && SecretServiceCalls.isDeclinedAsUnknown(failure, interface: slot.interface) {
-                        replies.sentAgain[slot.index] = true
+                    if !slot.isSentAgain && SecretServiceCalls.isDeclinedAsUnknown(failure, interface: slot.interface) {
                         replies.toSendAgain.append(slot.index)
                         return
                     }
@@ -223,7 +223,7 @@ enum SecretServiceCalls {
         }
         var next = 0
         while next < calls.count || replies.pending > 0 {
-            while let index = replies.toSendAgain.popLast() { send(index) }
+            while let index = replies.toSendAgain.popLast() { send(index, again: true) }
             while next < calls.count && next - (calls.count - replies.pending) < maximumInFlight {
                 send(next)
                 next += 1
