@@ -16,6 +16,9 @@ struct GLibError: Error, Sendable {
     /// The D-Bus error name when the error came from a remote peer
     /// (e.g. `org.freedesktop.DBus.Error.ServiceUnknown`).
     let remoteName: String?
+    /// The D-Bus interface of the method whose call failed, when the caller recorded it: the
+    /// same error name means different things from different interfaces.
+    var interface: String? = nil
 
     /// `domain:code: message`, for bug reports.
     var debugDescription: String {

@@ -156,7 +156,7 @@ enum SecretServiceCalls {
     /// failure. With `skippingGoneObjects`, a call on an object that is gone
     /// (``GLibError/isMissingObject``) is a `nil` reply, not a failure; otherwise every reply
     /// is there. A call to the Service that it declines as unknown is sent once more
-    /// (``isDeclinedAsUnknown(_:interface:)``). The corresponding C functions are
+    /// (``GLibError/isDeclinedAsUnknown``). The corresponding C functions are
     /// `g_dbus_connection_call` and `_call_finish`.
     private static func pipelined(_ connection: GDBus.Connection,
                                   _ calls: [(path: String, interface: String, method: String, parameters: OpaquePointer, replyType: StaticString)],
@@ -209,8 +209,9 @@ enum SecretServiceCalls {
                 var error: UnsafeMutablePointer<GError>?
                 let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, &error)
                 if let error {
-                    let failure = GLibError.take(error)
-                    if !slot.isSentAgain && SecretServiceCalls.isDeclinedAsUnknown(failure, interface: slot.interface) {
+                    var failure = GLibError.take(error)
+                    failure.interface = slot.interface
+                    if !slot.isSentAgain && failure.isDeclinedAsUnknown {
                         replies.toSendAgain.append(slot.index)
                         return
                     }
@@ -396,7 +397,7 @@ enum SecretServiceCalls {
 
     /// The corresponding C function is `g_dbus_connection_call_sync`; the reply is owned by the caller.
     /// A call to the Service that it declines as unknown is asked once more
-    /// (``isDeclinedAsUnknown(_:interface:)``).
+    /// (``GLibError/isDeclinedAsUnknown``).
     private static func call(_ connection: GDBus.Connection, path: String, interface: String, method: String,
                              parameters: OpaquePointer?, replyType: StaticString, _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
         // Held, not floating, so that a call asked again sends them again.
@@ -412,21 +413,27 @@ enum SecretServiceCalls {
                 }
                 return reply!
             } catch {
-                guard !askedAgain, isDeclinedAsUnknown(error, interface: interface) else { throw error }
+                var failure = error
+                failure.interface = interface
+                guard !askedAgain, failure.isDeclinedAsUnknown else { throw failure }
                 askedAgain = true
             }
         }
     }
 
-    /// Whether `error` is a Service declining a call as an unknown method, which asked again
-    /// is answered. gnome-keyring sets up what it knows of each caller when the caller's first
+}
+
+extension GLibError {
+    /// Whether this is the Service declining a call as an unknown method, which asked again is
+    /// answered. gnome-keyring sets up what it knows of each caller when the caller's first
     /// message arrives, on its main loop; now and then it handles one of the caller's first
     /// calls before that, and its handler then declines the call, which GDBus answers with
     /// `UnknownMethod` ("Method SearchItems is not implemented on interface …"). No Secret
     /// Service means that answer otherwise: every method of the Service is in the
     /// specification. Once is enough: a service that truly lacks the method answers the same
-    /// again, and that answer is the error.
-    static func isDeclinedAsUnknown(_ error: GLibError, interface: String) -> Bool {
-        interface == serviceInterface && error.remoteName == "org.freedesktop.DBus.Error.UnknownMethod"
+    /// again, and that answer is the error. It is never an object that is gone
+    /// (``isMissingObject``): the Service is always there.
+    var isDeclinedAsUnknown: Bool {
+        interface == SecretServiceCalls.serviceInterface && remoteName == "org.freedesktop.DBus.Error.UnknownMethod"
     }
 }

@@ -141,7 +141,7 @@ extension GLibError {
     /// it no longer has, and the bus `UnknownObject` or `UnknownMethod` for a path at which
     /// nothing is exported any more (gnome-keyring's answer for a deleted item).
     var isMissingObject: Bool {
-        guard let remoteName else { return false }
+        guard let remoteName, !isDeclinedAsUnknown else { return false }
         return ["org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
                 "org.freedesktop.DBus.Error.UnknownMethod"].contains(remoteName)
     }
