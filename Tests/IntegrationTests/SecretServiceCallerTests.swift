@@ -5,38 +5,41 @@ import Testing
 
 /// gnome-keyring now and then declines one of a new caller's first calls to the Service as an
 /// unknown method (`UnknownMethod`, "Method SearchItems is not implemented on interface
-/// org.freedesktop.Secret.Service"): such a call is asked once more, never more. The Secret
-/// Service here is a stand-in that declines every caller's first searches
-/// (Support/secret_service_stand_in.py), on a bus of its own.
+/// org.freedesktop.Secret.Service"): such a call is asked once more, never more, and a call
+/// declined twice is an error, never an item that is gone. The Secret Service here is a stand-in
+/// that declines every caller's first searches (or sessions) (Support/secret_service_stand_in.py),
+/// on a bus of its own.
 @Suite("A Secret Service that declines a caller's first search")
 struct SecretServiceCallerTests {
-    /// A bus whose Secret Service declines each caller's first `refusals` searches, and a
-    /// scenario that is signed in as alice and reads that bus.
+    /// A bus whose Secret Service declines each caller's first `refusals` calls of `method`, and
+    /// a scenario that is signed in as alice and reads that bus.
     struct StandIn {
         let sandbox: DesktopSandbox
         let service: PipedProcess
         var scenario: Scenario
 
-        init(refusals: Int) async throws {
+        init(refusals: Int, of method: String = "SearchItems") async throws {
             var scenario = try await Scenario()
             try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
             sandbox = try await DesktopSandbox.started(keyring: false)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/secret_service_stand_in.py")
-            service = try PipedProcess(debianPython, [script.path, sandbox.busAddress, String(refusals)], environment: [:])
+            service = try PipedProcess(debianPython, [script.path, sandbox.busAddress, String(refusals), method], environment: [:])
             let ready = await service.waitForOutput(timeout: 20) { $0.hasPrefix("ready\n") }
             #expect(ready, "the stand-in did not start: \(service.stdout) \(service.stderr)")
             scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = sandbox.busAddress
             self.scenario = scenario
         }
 
-        /// The stand-in's answers to searches, one `SearchItems SENDER refused|answered` each.
-        var searches: [Substring] { service.stdout.split(separator: "\n").filter { $0.hasPrefix("SearchItems ") } }
+        /// The stand-in's answers to the calls of its method, one `METHOD SENDER refused|answered`
+        /// each, and the deletes it was asked for, one `Delete SENDER` each.
+        var calls: [Substring] { service.stdout.split(separator: "\n").filter { $0 != "ready" && !$0.hasPrefix("Delete ") } }
+        var deletes: [Substring] { service.stdout.split(separator: "\n").filter { $0.hasPrefix("Delete ") } }
 
-        /// How many searches each caller made, in the order they first searched.
-        var searchesByCaller: [Int] {
+        /// How many calls of its method each caller made, in the order they first called.
+        var callsByCaller: [Int] {
             var callers: [Substring] = []
             var counts: [Int] = []
-            for line in searches {
+            for line in calls {
                 let caller = line.split(separator: " ")[1]
                 if let index = callers.firstIndex(of: caller) { counts[index] += 1 } else { callers.append(caller); counts.append(1) }
             }
@@ -58,8 +61,8 @@ struct SecretServiceCallerTests {
         #expect(run.stdout.hasPrefix("Signed in to \(standIn.scenario.service) as alice"), "\(run)")
         // The first read's connection is refused once; the read asked again one call at a
         // time, on a connection of its own, is refused once and then answered.
-        #expect(standIn.searches.map { $0.split(separator: " ")[2] } == ["refused", "refused", "answered"], "\(standIn.searches)")
-        #expect(standIn.searchesByCaller == [1, 2], "\(standIn.searches)")
+        #expect(standIn.calls.map { $0.split(separator: " ")[2] } == ["refused", "refused", "answered"], "\(standIn.calls)")
+        #expect(standIn.callsByCaller == [1, 2], "\(standIn.calls)")
     }
 
     @Test("a search declined twice is the command's error: 69, one line, asked again only once")
@@ -70,7 +73,7 @@ struct SecretServiceCallerTests {
         #expect(run.status == 69, "\(run)")
         #expect(run.stderr == "authctl: could not search the keyring: GDBus.Error:org.freedesktop.DBus.Error.UnknownMethod: "
             + "Method SearchItems is not implemented on interface org.freedesktop.Secret.Service\n", "\(run)")
-        #expect(standIn.searchesByCaller == [2], "\(standIn.searches)")
+        #expect(standIn.callsByCaller == [2], "\(standIn.calls)")
     }
 
     @Test("a search sent beside another call is sent again on its own, once: a token's read", arguments: [1, 2])
@@ -88,6 +91,22 @@ struct SecretServiceCallerTests {
             #expect(throws: AuthError.self) { try read.get() }
             if case .failure(let error) = read { #expect(error.message.contains("UnknownMethod"), "\(error)") }
         }
-        #expect(standIn.searchesByCaller == [2], "\(standIn.searches)")
+        #expect(standIn.callsByCaller == [2], "\(standIn.calls)")
+    }
+
+    @Test("a session declined twice is the command's error, never an item that is gone: forget and verify are 69 and delete nothing")
+    func sessionDeclinedTwice() async throws {
+        let standIn = try await StandIn(refusals: 2, of: "OpenSession")
+        let forget = try await standIn.scenario.authctl("forget", "alice")
+        let verify = try await standIn.scenario.authctl("verify", "--password-stdin", stdin: "pw")
+        await standIn.stop()
+        for run in [forget, verify] {
+            #expect(run.status == 69, "\(run)")
+            #expect(run.stderr.hasSuffix(": GDBus.Error:org.freedesktop.DBus.Error.UnknownMethod: "
+                + "Method OpenSession is not implemented on interface org.freedesktop.Secret.Service\n"), "\(run)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(run)")
+        }
+        #expect(standIn.deletes.isEmpty, "\(standIn.deletes)")
+        #expect(standIn.callsByCaller == [2, 2], "\(standIn.calls)")
     }
 }

@@ -1,15 +1,15 @@
 #!/usr/bin/python3
 """A Secret Service that does not know a caller at first, as gnome-keyring sometimes does not.
 
-usage: secret_service_stand_in.py BUS_ADDRESS REFUSALS
+usage: secret_service_stand_in.py BUS_ADDRESS REFUSALS [METHOD]
 
 gnome-keyring registers each new caller on its main loop, and now and then a caller's first
 call is handled before that: it answers `SearchItems` with `UnknownMethod` ("Method SearchItems
 is not implemented on interface org.freedesktop.Secret.Service"). This stand-in answers the first
-REFUSALS `SearchItems` of every caller so, and the later ones as a keyring with one unlocked item
-per search would. It owns org.freedesktop.secrets on the bus at BUS_ADDRESS, prints `ready`, then
-one line per `SearchItems`: `SearchItems SENDER refused` or `SearchItems SENDER answered`. It ends
-when the bus goes away.
+REFUSALS calls of METHOD (`SearchItems` unless given; `OpenSession` too) of every caller so, and
+the later ones as a keyring with one unlocked item per search would. It owns
+org.freedesktop.secrets on the bus at BUS_ADDRESS, prints `ready`, then one line per call of
+METHOD: `METHOD SENDER refused` or `METHOD SENDER answered`. It ends when the bus goes away.
 
 Debian's /usr/bin/python3 with python3-gi (Gio's D-Bus), which the README's listener needs too.
 """
@@ -18,6 +18,7 @@ import sys
 from gi.repository import Gio, GLib
 
 address, refusals = sys.argv[1], int(sys.argv[2])
+declined_method = sys.argv[3] if len(sys.argv) > 3 else "SearchItems"
 
 INTERFACES = Gio.DBusNodeInfo.new_for_xml("""
 <node>
@@ -35,7 +36,10 @@ INTERFACES = Gio.DBusNodeInfo.new_for_xml("""
   </interface>
   <interface name="org.freedesktop.Secret.Item">
     <method name="GetSecret"><arg type="o" direction="in"/><arg type="(oayays)" direction="out"/></method>
+    <method name="Delete"><arg type="o" direction="out"/></method>
     <property name="Locked" type="b" access="read"/>
+    <property name="Label" type="s" access="read"/>
+    <property name="Attributes" type="a{ss}" access="read"/>
   </interface>
   <interface name="org.freedesktop.Secret.Session"><method name="Close"/></interface>
 </node>
@@ -44,18 +48,23 @@ COLLECTION = "/org/freedesktop/secrets/collection/login"
 ITEM = COLLECTION + "/1"
 SESSION = "/org/freedesktop/secrets/session/1"
 
-searches_by_sender = {}
+calls_by_sender = {}
+# The item has the attributes it was last searched by.
+attributes = {}
 
 
 def service_call(connection, sender, path, interface, method, parameters, invocation):
-    if method == "SearchItems":
-        searches_by_sender[sender] = searches_by_sender.get(sender, 0) + 1
-        if searches_by_sender[sender] <= refusals:
-            print(f"SearchItems {sender} refused", flush=True)
+    if method == declined_method:
+        calls_by_sender[sender] = calls_by_sender.get(sender, 0) + 1
+        if calls_by_sender[sender] <= refusals:
+            print(f"{method} {sender} refused", flush=True)
             invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod",
                                          f"Method {method} is not implemented on interface {interface}")
             return
-        print(f"SearchItems {sender} answered", flush=True)
+        print(f"{method} {sender} answered", flush=True)
+    if method == "SearchItems":
+        attributes.clear()
+        attributes.update(parameters.unpack()[0])
         invocation.return_value(GLib.Variant("(aoao)", ([ITEM], [])))
     elif method == "OpenSession":
         invocation.return_value(GLib.Variant("(vo)", (GLib.Variant("s", ""), SESSION)))
@@ -64,14 +73,22 @@ def service_call(connection, sender, path, interface, method, parameters, invoca
 
 
 def item_call(connection, sender, path, interface, method, parameters, invocation):
-    invocation.return_value(GLib.Variant("((oayays))", ((SESSION, b"", b"the secret", "text/plain"),)))
+    if method == "Delete":
+        print(f"Delete {sender}", flush=True)
+        invocation.return_value(GLib.Variant("(o)", ("/",)))
+    else:
+        invocation.return_value(GLib.Variant("((oayays))", ((SESSION, b"", b"the secret", "text/plain"),)))
 
 
 def session_call(connection, sender, path, interface, method, parameters, invocation):
     invocation.return_value(None)
 
 
-def unlocked(connection, sender, path, interface, name):
+def properties(connection, sender, path, interface, name):
+    if name == "Label":
+        return GLib.Variant("s", "an item")
+    if name == "Attributes":
+        return GLib.Variant("a{ss}", attributes)
     return GLib.Variant("b", False)
 
 
@@ -80,8 +97,8 @@ connection = Gio.DBusConnection.new_for_address_sync(
 connection.register_object("/org/freedesktop/secrets", INTERFACES.lookup_interface("org.freedesktop.Secret.Service"),
                            service_call, None, None)
 for path in [COLLECTION, "/org/freedesktop/secrets/aliases/default"]:
-    connection.register_object(path, INTERFACES.lookup_interface("org.freedesktop.Secret.Collection"), None, unlocked, None)
-connection.register_object(ITEM, INTERFACES.lookup_interface("org.freedesktop.Secret.Item"), item_call, unlocked, None)
+    connection.register_object(path, INTERFACES.lookup_interface("org.freedesktop.Secret.Collection"), None, properties, None)
+connection.register_object(ITEM, INTERFACES.lookup_interface("org.freedesktop.Secret.Item"), item_call, properties, None)
 connection.register_object(SESSION, INTERFACES.lookup_interface("org.freedesktop.Secret.Session"), session_call, None, None)
 owned = connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
                              GLib.Variant("(su)", ("org.freedesktop.secrets", 4)), GLib.VariantType("(u)"),
