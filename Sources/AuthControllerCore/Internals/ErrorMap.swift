@@ -37,7 +37,8 @@ enum ErrorMap {
         }
         if error.isDisconnection { return wentAway(on: peer, while: what, detail: detail) }
         if error.remoteName == "org.freedesktop.Secret.Error.IsLocked" { return .keyringLocked }
-        return .unavailable("could not \(what): \(error.message)", detail: detail)
+        // The Secret Service's or the bus's own words, which a hostile peer chooses.
+        return .unavailable("could not \(what): \(error.message.peerText(limit: 200))", detail: detail)
     }
 
     /// The bus or the Secret Service did not answer within `seconds`.

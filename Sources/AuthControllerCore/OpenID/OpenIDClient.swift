@@ -84,7 +84,8 @@ struct OpenIDClient: Sendable {
         }
         guard let answer else { throw refuse("with something other than a JSON object of RFC 8628's fields") }
         guard let deviceCode = answer.device_code, !deviceCode.isEmpty, deviceCode.utf8.count <= 4096 else { throw refuse("without a device_code") }
-        guard let userCode = answer.user_code.map(Self.printable), !userCode.isEmpty else { throw refuse("without a user_code") }
+        // Shown whole, not cut short as diagnostics are: the person types it.
+        guard let userCode = answer.user_code.map({ $0.peerText() }), !userCode.isEmpty else { throw refuse("without a user_code") }
         guard userCode.utf8.count <= 1024 else { throw refuse("with a user_code over 1 KiB, which nobody could type") }
         guard let verification = answer.verification_uri.flatMap(Self.webURL) else { throw refuse("without an http or https verification_uri") }
         guard let expiresIn = answer.expires_in, expiresIn.isFinite, expiresIn > 0 else { throw refuse("without a positive expires_in") }
@@ -238,12 +239,6 @@ struct OpenIDClient: Sendable {
             return .unavailable("the OpenID provider \(binding.server) refused the request (HTTP \(status), \(TokenExchange.quote(error))\(detail))")
         }
         return .unavailable("the OpenID provider \(binding.server) failed at \(endpoint) (HTTP \(status)); try again later")
-    }
-
-    /// Provider text shown to the person as it was received, control characters removed (not
-    /// cut short, as diagnostics are: a code must be shown whole).
-    static func printable(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { !isControl($0) && $0 != "\u{2028}" && $0 != "\u{2029}" }))
     }
 
     /// An `http` or `https` URL as the provider gave it, fit to show (no spaces or controls).

@@ -93,11 +93,10 @@ struct TokenExchange: Sendable {
         return value
     }
 
-    /// Server text as it may appear in a message: control characters removed, at most 200
-    /// characters, so a hostile server cannot forge lines or flood a terminal.
+    /// Server text as it may appear in a message (``Swift/String/peerText(limit:)``), at most 200
+    /// characters.
     static func quote(_ text: String) -> String {
-        let clean = String(String.UnicodeScalarView(text.unicodeScalars.filter { !isControl($0) && $0 != "\u{2028}" && $0 != "\u{2029}" }))
-        return clean.count > 200 ? String(clean.prefix(200)) + "…" : clean
+        text.peerText(limit: 200)
     }
 
     /// Seconds as whole seconds, clamped to a century: a hostile server cannot overflow a clock.
