@@ -11,19 +11,20 @@ import Testing
 /// on a bus of its own.
 @Suite("A Secret Service that declines a caller's first search")
 struct SecretServiceCallerTests {
-    /// A bus whose Secret Service declines each caller's first `refusals` calls of `method`, and
-    /// a scenario that is signed in as alice and reads that bus.
+    /// A bus whose Secret Service declines each caller's first `refusals` calls of `method` (in
+    /// `text`, or gnome-keyring's words), and a scenario that is signed in as alice and reads
+    /// that bus.
     struct StandIn {
         let sandbox: DesktopSandbox
         let service: PipedProcess
         var scenario: Scenario
 
-        init(refusals: Int, of method: String = "SearchItems") async throws {
+        init(refusals: Int, of method: String = "SearchItems", text: String? = nil) async throws {
             var scenario = try await Scenario()
             try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
             sandbox = try await DesktopSandbox.started(keyring: false)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/secret_service_stand_in.py")
-            service = try PipedProcess(debianPython, [script.path, sandbox.busAddress, String(refusals), method], environment: [:])
+            service = try PipedProcess(debianPython, [script.path, sandbox.busAddress, String(refusals), method] + (text.map { [$0] } ?? []), environment: [:])
             let ready = await service.waitForOutput(timeout: 20) { $0.hasPrefix("ready\n") }
             #expect(ready, "the stand-in did not start: \(service.stdout) \(service.stderr)")
             scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = sandbox.busAddress
@@ -108,5 +109,19 @@ struct SecretServiceCallerTests {
         }
         #expect(standIn.deletes.isEmpty, "\(standIn.deletes)")
         #expect(standIn.callsByCaller == [2, 2], "\(standIn.calls)")
+    }
+
+    @Test("the Service's own words in an error are cut at 200 characters, without controls, line separators or direction overrides")
+    func hostileRefusalText() async throws {
+        let text = "\u{202E}gnikcah\u{2028}authctl: a forged line\u{1B}[31m\u{2066}" + String(repeating: "x", count: 50_000)
+        let standIn = try await StandIn(refusals: 2, text: text)
+        let run = try await standIn.scenario.authctl("accounts")
+        await standIn.stop()
+        #expect(run.status == 69, "\(run)")
+        #expect(run.stderr.hasPrefix("authctl: could not search the keyring: GDBus.Error:org.freedesktop.DBus.Error.UnknownMethod: gnikcahauthctl: a forged line[31m"),
+                "\(run)")
+        #expect(run.stderr.hasSuffix("x…\n"), "\(run.stderr.suffix(40))")
+        #expect(run.stderr.count < 300, "\(run.stderr.count) characters")
+        #expect(run.stderr.split(separator: "\n").count == 1)
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A Secret Service that does not know a caller at first, as gnome-keyring sometimes does not.
 
-usage: secret_service_stand_in.py BUS_ADDRESS REFUSALS [METHOD]
+usage: secret_service_stand_in.py BUS_ADDRESS REFUSALS [METHOD [MESSAGE]]
 
 gnome-keyring registers each new caller on its main loop, and now and then a caller's first
 call is handled before that: it answers `SearchItems` with `UnknownMethod` ("Method SearchItems
@@ -10,6 +10,7 @@ REFUSALS calls of METHOD (`SearchItems` unless given; `OpenSession` too) of ever
 the later ones as a keyring with one unlocked item per search would. It owns
 org.freedesktop.secrets on the bus at BUS_ADDRESS, prints `ready`, then one line per call of
 METHOD: `METHOD SENDER refused` or `METHOD SENDER answered`. It ends when the bus goes away.
+With MESSAGE, that is the refusal's text instead of gnome-keyring's.
 
 Debian's /usr/bin/python3 with python3-gi (Gio's D-Bus), which the README's listener needs too.
 """
@@ -19,6 +20,7 @@ from gi.repository import Gio, GLib
 
 address, refusals = sys.argv[1], int(sys.argv[2])
 declined_method = sys.argv[3] if len(sys.argv) > 3 else "SearchItems"
+refusal_text = sys.argv[4] if len(sys.argv) > 4 else None
 
 INTERFACES = Gio.DBusNodeInfo.new_for_xml("""
 <node>
@@ -59,7 +61,7 @@ def service_call(connection, sender, path, interface, method, parameters, invoca
         if calls_by_sender[sender] <= refusals:
             print(f"{method} {sender} refused", flush=True)
             invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod",
-                                         f"Method {method} is not implemented on interface {interface}")
+                                         refusal_text or f"Method {method} is not implemented on interface {interface}")
             return
         print(f"{method} {sender} answered", flush=True)
     if method == "SearchItems":
