@@ -45,7 +45,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
-        // GLib, GObject and GIO: GDBus (the Secret Service's D-Bus API, the signals, `serve`), GKeyFile.
+        // GLib, GObject and GIO: GDBus (the Secret Service's reads, the signals, `serve`), GKeyFile.
         .systemLibrary(
             name: "CGLib",
             pkgConfig: "gio-2.0",
@@ -59,6 +59,12 @@ let package = Package(
         // libsoup-3.0, loaded on the first request to a token server (see its shim.h).
         .target(
             name: "CLibsoup",
+            dependencies: ["CGLib"],
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
+        // libsecret-1, loaded by the first keyring write, unlock or prompt (see its shim.h).
+        .target(
+            name: "CLibsecret",
             dependencies: ["CGLib"],
             linkerSettings: [.linkedLibrary("dl")]
         ),
@@ -85,7 +91,7 @@ let package = Package(
         .target(
             name: "AuthControllerCore",
             dependencies: [
-                "CGLib", "CArgon2", "CLibsoup", "CQREncode", "CGnuTLS", "CAuthctlBus",
+                "CGLib", "CArgon2", "CLibsecret", "CLibsoup", "CQREncode", "CGnuTLS", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -14,8 +14,8 @@ extension AuthController {
     }
 
     /// The transaction every change shares: under the settings lock, read the record, end a
-    /// stale session (the settings name a user whose item is gone: one `signed-out` event,
-    /// reason `removed`), let `body` make its change to the keyring, save the record — undoing
+    /// stale session (the settings name a user whose item is gone from an unlocked keyring: one
+    /// `signed-out` event, reason `removed`; a locked keyring proves nothing), let `body` make its change to the keyring, save the record — undoing
     /// the keyring change if that fails, so a failed command changes nothing — and broadcast
     /// the events; after the lock, post them in-process.
     func change(_ body: (SettingsRead, SessionRecord) throws(AuthError) -> Change) throws(AuthError) -> ChangeOutcome {
@@ -24,7 +24,7 @@ extension AuthController {
             let read = try settings.read(service: service)
             var record = read.record
             var stale = Change()
-            if let user = record.user, try !keyring.containsItem(itemKey(user, in: record)) {
+            if let user = record.user, try keyring.itemIsGone(itemKey(user, in: record)) {
                 stale = try endingSession(of: user, in: record, reason: .removed, deletingItem: false)
                 record = stale.record ?? record
             }

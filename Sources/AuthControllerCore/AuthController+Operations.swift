@@ -203,8 +203,9 @@ extension AuthController {
     /// The change of forgetting `account`; as in ``signingOut(keepingCredentials:)``, any unlock
     /// prompt comes before the settings lock. Blocks.
     func forgetting(_ account: AccountID) throws(AuthError) -> ChangeOutcome {
-        let record = try intactRecord()
-        if try keyring.containsItem(itemKey(account, in: record)) { try keyring.unlock() }
+        _ = try intactRecord()
+        // Unlocked first, whether or not a search finds the item: a locked keyring may hide it.
+        try keyring.unlock()
         return try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
             guard record.user == account else {

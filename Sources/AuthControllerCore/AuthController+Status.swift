@@ -3,8 +3,9 @@ public import FoundationEssentials
 /// Queries: who is signed in, since when, which accounts exist. None of them prompts, and none
 /// writes; each blocks briefly on the settings file and the keyring.
 extension AuthController {
-    /// The login status. Never prompts, and works while the keyring is locked. The D-Bus
-    /// method `GetStatus` of `serve` answers with it.
+    /// The login status. Never prompts, and works while the keyring is locked: then it answers
+    /// from the settings alone (``LoginStatus/keyringLocked``), since a locked keyring may hide
+    /// its items. The D-Bus method `GetStatus` of `serve` answers with it.
     public func status() throws(AuthError) -> LoginStatus {
         let record = try intactRecord()
         let asked = try keyring.lockState(andContains: record.user.map { itemKey($0, in: record) })
@@ -12,12 +13,14 @@ extension AuthController {
     }
 
     /// The status `record` describes, looking in the keyring for its user's item only (unless
-    /// `itemExists` already says whether it is there).
+    /// `itemExists` already says whether it is there). While the keyring is locked the record is
+    /// taken at its word: a locked collection may hide its items, and is never searched here.
     func status(of record: SessionRecord, keyringLocked locked: Bool, itemExists: Bool? = nil) throws(AuthError) -> LoginStatus {
         var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
         status.server = record.binding?.server
         let signedIn: AccountID?
-        if let itemExists { signedIn = itemExists ? record.user : nil } else { signedIn = try signedInAccount(in: record) }
+        if locked { signedIn = record.user }
+        else if let itemExists { signedIn = itemExists ? record.user : nil } else { signedIn = try signedInAccount(in: record) }
         // A bound session also ends when its known end has passed (see `sessionHasEnded`).
         guard let user = signedIn, !sessionHasEnded(record) else { return status }
         status.user = user
@@ -70,9 +73,10 @@ extension AuthController {
         return read.record
     }
 
-    /// The account the record names, if its keyring item exists (else the record is stale).
+    /// The account the record names, unless its keyring item is known to be gone (the record is
+    /// then stale). A locked keyring proves nothing: the record stands.
     func signedInAccount(in record: SessionRecord) throws(AuthError) -> AccountID? {
-        guard let user = record.user, try keyring.containsItem(itemKey(user, in: record)) else { return nil }
+        guard let user = record.user, try !keyring.itemIsGone(itemKey(user, in: record)) else { return nil }
         return user
     }
 

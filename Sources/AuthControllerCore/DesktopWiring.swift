@@ -7,30 +7,36 @@ public struct DesktopEnvironment: Sendable, Equatable {
     public var settingsDirectory: String
     /// Whether the Secret Service's unlock prompt has somewhere to appear.
     public var canShowPrompts: Bool
+    /// Where libsecret keeps items: the Secret Service, or its file keyring.
+    public var keyringBackend: SecretServiceStore.Backend
 
-    /// An environment of your own: the settings file in `settingsDirectory`, and whether the
-    /// unlock prompt can be shown.
-    public init(settingsDirectory: String, canShowPrompts: Bool) {
+    /// An environment of your own: the settings file in `settingsDirectory`, whether the unlock
+    /// prompt can be shown, and where libsecret keeps items.
+    public init(settingsDirectory: String, canShowPrompts: Bool, keyringBackend: SecretServiceStore.Backend = .secretService) {
         self.settingsDirectory = settingsDirectory
         self.canShowPrompts = canShowPrompts
+        self.keyringBackend = keyringBackend
     }
 
     /// This process's: `$XDG_CONFIG_HOME/authctl`, with `$HOME/.config` (else the passwd entry's
     /// home) when `XDG_CONFIG_HOME` is unset, empty or relative; prompts when `DISPLAY` or
-    /// `WAYLAND_DISPLAY` is set.
+    /// `WAYLAND_DISPLAY` is set; libsecret's file keyring when `SECRET_BACKEND` is `file`, as
+    /// libsecret itself decides.
     public static var current: DesktopEnvironment {
         let configHome = ProcessEnvironment.value("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? (ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/") + "/.config"
         return DesktopEnvironment(
             settingsDirectory: configHome + "/authctl",
-            canShowPrompts: ProcessEnvironment.value("DISPLAY") != nil || ProcessEnvironment.value("WAYLAND_DISPLAY") != nil)
+            canShowPrompts: ProcessEnvironment.value("DISPLAY") != nil || ProcessEnvironment.value("WAYLAND_DISPLAY") != nil,
+            keyringBackend: ProcessEnvironment.value("SECRET_BACKEND") == "file" ? .fileKeyring : .secretService)
     }
 }
 
 extension AuthController {
-    /// The controller of `service` on this desktop: the Secret Service's default collection, the
-    /// settings file of `environment`, `LoginStatusChanged` signals on the session bus, and
-    /// libsoup (loaded on the first request) for token servers.
+    /// The controller of `service` on this desktop: the default collection of the session bus's
+    /// Secret Service (or libsecret's file keyring, as `environment` says), the settings file of
+    /// `environment`, `LoginStatusChanged` signals on the session bus, and libsoup (loaded on the
+    /// first request) for token servers.
     ///
     /// An app that imports `AuthController` calls the variant that posts on a
     /// `NotificationCenter` instead; this one hands events to `observers` only.
@@ -44,7 +50,8 @@ extension AuthController {
     ///   - keyringTimeout: the deadline of each Secret Service call; `nil` gives a minute to a
     ///     call that may prompt and 5 seconds to any other.
     ///   - serverTimeout: the deadline of each request to a token server.
-    ///   - busAddress: the D-Bus address to use (`unix:path=…`); `nil` for the session bus.
+    ///   - busAddress: the D-Bus address the signals go to (`unix:path=…`); `nil` for the session
+    ///     bus. The keyring is always the session bus's Secret Service, as libsecret finds it.
     ///   - observers: who hears each event in this process, after it is stored and broadcast.
     public static func desktop(service: ServiceName = .standard, environment: DesktopEnvironment = .current,
                                prompting: Bool = true, keyringTimeout: Duration? = nil,
@@ -54,7 +61,7 @@ extension AuthController {
             service: service,
             keyring: SecretServiceStore(promptAllowed: prompting && environment.canShowPrompts,
                                         promptTimeout: keyringTimeout?.seconds ?? 60, callTimeout: keyringTimeout?.seconds ?? 5,
-                                        busAddress: busAddress),
+                                        backend: environment.keyringBackend),
             settings: KeyFileSettingsStore(directory: environment.settingsDirectory),
             broadcaster: DBusBroadcaster(busAddress: busAddress),
             observers: observers,

@@ -23,16 +23,18 @@ public struct Doctor: Sendable {
     public let settingsDirectory: String
     /// Seconds the whole diagnosis may take.
     public let timeout: Double
-    /// The bus to diagnose; `nil` for the session bus.
-    public let busAddress: String?
+    /// Where libsecret keeps items: the session bus's Secret Service, or its file keyring.
+    public let keyringBackend: SecretServiceStore.Backend
 
-    /// A diagnosis of `service`'s settings in `settingsDirectory` and of the keyring on the bus at
-    /// `busAddress`, within `timeout` seconds; nothing runs until ``run()``.
-    public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5, busAddress: String? = nil) {
+    /// A diagnosis of `service`'s settings in `settingsDirectory` and of the keyring (the session
+    /// bus's Secret Service, or libsecret's file keyring), within `timeout` seconds; nothing runs
+    /// until ``run()``.
+    public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5,
+                keyringBackend: SecretServiceStore.Backend = .secretService) {
         self.service = service
         self.settingsDirectory = settingsDirectory
         self.timeout = timeout
-        self.busAddress = busAddress
+        self.keyringBackend = keyringBackend
     }
 
     /// Runs every check and returns them in order; later keyring checks report "not checked"
@@ -45,8 +47,8 @@ public struct Doctor: Sendable {
         let hashing = hashingCheck()
         // What the D-Bus checks may take together, keeping a margin for printing and exiting.
         let budget = max(0.1, timeout - (Posix.monotonicSeconds() - started) - 0.2)
-        let bus = SessionBus.shared(address: busAddress)
-        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: budget, callTimeout: budget, busAddress: busAddress)
+        let bus = SessionBus.shared(address: nil)
+        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: budget, callTimeout: budget, backend: keyringBackend)
         var checks: [Check] = []
         let giveUp = Posix.monotonicSeconds() + budget
         func remaining() -> Double { max(0.05, giveUp - Posix.monotonicSeconds()) }

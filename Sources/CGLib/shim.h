@@ -1,7 +1,6 @@
 #pragma once
 // GLib, GObject and GIO (GDBus, GKeyFile, GFileMonitor), plus a few inline helpers for what Swift
-// cannot call directly: C macros and variadic functions. The Secret Service is reached through its
-// D-Bus API on GDBus, so libsecret is neither included nor linked.
+// cannot call directly: C macros and variadic functions. libsecret is loaded on demand (CLibsecret).
 #include <gio/gio.h>
 #include <glib.h>
 #include <glib-object.h>

@@ -129,7 +129,7 @@ struct EventTests {
     @Test("in-process events: NotificationCenter and AsyncStream, with the real keyring")
     func inProcess() async throws {
         let scenario = try await Scenario()
-        let controller = scenario.controller()
+        let controller = try await scenario.controller()
         let stream = controller.events()
         let listener = try scenario.listener()
         try controller.signIn(User(name: "Dee", email: "dee@example.org"), password: "pw")

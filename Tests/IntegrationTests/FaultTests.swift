@@ -217,7 +217,7 @@ struct FaultTests {
         let scenario = try await Scenario()
         let settings = InMemorySettingsStore()
         settings.failSaves(with: .settingsIO("injected failure"))
-        let controller = scenario.controller(settings: settings)
+        let controller = try await scenario.controller(settings: settings)
         await #expect(throws: AuthError.settingsIO("injected failure")) {
             try await controller.signIn(account: AccountID(rawValue: "rolled-back")!, name: "", password: password("pw"))
         }

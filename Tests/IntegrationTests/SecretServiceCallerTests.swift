@@ -80,7 +80,7 @@ struct SecretServiceCallerTests {
     @Test("a search sent beside another call is sent again on its own, once: a token's read", arguments: [1, 2])
     func pipelinedSearchAsksAgain(refusals: Int) async throws {
         let standIn = try await StandIn(refusals: refusals)
-        let store = SecretServiceStore(promptAllowed: false, busAddress: standIn.sandbox.busAddress)
+        let store = SecretServiceStore(promptAllowed: false, readingFrom: standIn.sandbox.busAddress)
         let tokenKey = ItemKey(service: standIn.scenario.serviceName, account: AccountID(rawValue: "alice")!,
                                server: try ServerURL(validating: "https://id.example"))
         // The connection's first search, sent beside OpenSession.

@@ -1,11 +1,15 @@
 import AuthController
 import AuthControllerTesting
 import DesktopSandbox
+import Foundation
 import Testing
 
-/// The contract every ``SecretStore`` keeps, run against the real Secret Service store (on a
-/// private gnome-keyring) and against its in-memory twin, so that tests written on the twin
-/// hold for the real thing.
+/// The contract every ``SecretStore`` keeps, run against the real Secret Service store (the
+/// shared sandbox's gnome-keyring, which is this process's session bus's: libsecret cannot be
+/// pointed at another bus) and against its in-memory twin, so that tests written on the twin
+/// hold for the real thing. What locking does to the real store is tested through `authctl`, on
+/// keyrings of their own (FaultTests, SecretServiceImplementationTests): locking the shared one
+/// would disturb every other test.
 @Suite("SecretStore contract: real and in-memory")
 struct SecretStoreContractTests {
     enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -13,33 +17,26 @@ struct SecretStoreContractTests {
         var testDescription: String { rawValue }
     }
 
-    /// A fresh store of `kind`, and how to lock it. The real one gets a keyring of its own,
-    /// since locking the shared one would disturb other tests.
+    /// A fresh store of `kind`.
     struct Subject {
         let store: any SecretStore
-        let lock: () async throws -> Void
-        let sandbox: DesktopSandbox?
 
         init(_ kind: Kind, promptAllowed: Bool = false) async throws {
             switch kind {
             case .secretService:
-                let sandbox = try await DesktopSandbox.started()
-                self.sandbox = sandbox
-                store = SecretServiceStore(promptAllowed: promptAllowed, busAddress: sandbox.busAddress)
-                lock = { try await Scenario(sandbox: sandbox).lockKeyring() }
+                _ = try await SharedSandbox.get()
+                store = SecretServiceStore(promptAllowed: promptAllowed)
             case .inMemory:
-                let twin = InMemorySecretStore(promptAllowed: promptAllowed, promptAnswer: .dismiss)
-                sandbox = nil
-                store = twin
-                lock = { twin.setLocked(true) }
+                store = InMemorySecretStore(promptAllowed: promptAllowed, promptAnswer: .dismiss)
             }
         }
 
-        func stop() { sandbox?.stop() }
+        func stop() {}
     }
 
-    let service = ServiceName(rawValue: "contract.service")!
-    let other = ServiceName(rawValue: "contract.other")!
+    // Services of this test's own: the real keyring is shared with the other tests.
+    let service = ServiceName(rawValue: "contract-" + UUID().uuidString.lowercased())!
+    let other = ServiceName(rawValue: "contract-other-" + UUID().uuidString.lowercased())!
     let alice = AccountID(rawValue: "alice@example.org")!
     let bob = AccountID(rawValue: "bob")!
 
@@ -51,6 +48,7 @@ struct SecretStoreContractTests {
         #expect(try store.secret(service: service, account: alice) == nil)
         #expect(try store.containsItem(service: service, account: alice) == false)
         #expect(try store.lockState(andContains: ItemKey(service: service, account: alice)) == (locked: false, containsItem: false))
+        #expect(try store.itemIsGone(ItemKey(service: service, account: alice)))
         try store.store("one", service: service, account: alice, label: "a")
         #expect(try store.lockState(andContains: ItemKey(service: service, account: alice)) == (locked: false, containsItem: true))
         try store.store("two", service: service, account: alice, label: "a")
@@ -66,40 +64,34 @@ struct SecretStoreContractTests {
         #expect(try store.accounts(service: service) == [bob])
     }
 
-    @Test("locked, no prompt: existence and lock state still read; secrets, writes and listing are 69 \"locked\"", arguments: Kind.allCases)
-    func lockedWithoutPrompt(_ kind: Kind) async throws {
-        let subject = try await Subject(kind)
-        defer { subject.stop() }
-        let store = subject.store
+    @Test("locked, no prompt: the lock state still reads, nothing is searched; secrets, writes and listing are 69 \"locked\"")
+    func lockedWithoutPrompt() async throws {
+        let twin = InMemorySecretStore(promptAllowed: false)
+        let store: any SecretStore = twin
         try store.store("x", service: service, account: alice, label: "a")
-        try await subject.lock()
+        twin.setLocked(true)
         #expect(try store.isLocked())
-        #expect(try store.containsItem(service: service, account: alice))
-        #expect(try store.containsItem(service: service, account: bob) == false)
-        // What a status read asks, in one round trip.
         let aliceKey = ItemKey(service: service, account: alice), bobKey = ItemKey(service: service, account: bob)
-        #expect(try store.lockState(andContains: aliceKey) == (locked: true, containsItem: true))
-        #expect(try store.lockState(andContains: bobKey) == (locked: true, containsItem: false))
-        #expect(try store.lockState(andContains: nil) == (locked: true, containsItem: false))
+        // A locked collection proves nothing about its items (KeePassXC lists none): not searched.
+        #expect(try store.lockState(andContains: aliceKey) == (locked: true, containsItem: nil))
+        #expect(try store.lockState(andContains: bobKey) == (locked: true, containsItem: nil))
+        #expect(try store.lockState(andContains: nil) == (locked: true, containsItem: nil))
+        #expect(try store.itemIsGone(bobKey) == false)
         #expect(throws: AuthError.keyringLocked) { try store.secret(service: service, account: alice) }
-        #expect(try store.secret(service: service, account: bob) == nil)  // no item: nothing to unlock
         #expect(throws: AuthError.keyringLocked) { try store.store("y", service: service, account: bob, label: "b") }
         #expect(throws: AuthError.keyringLocked) { try store.deleteItem(service: service, account: alice) }
         #expect(throws: AuthError.keyringLocked) { try store.unlock() }
         #expect(throws: AuthError.keyringLockedForListing) { try store.accounts(service: service) }
-        #expect(try store.deleteItem(service: service, account: bob) == false)  // nothing to delete needs no unlock
         #expect(try store.isLocked())
     }
 
-    @Test("locked, prompt allowed and dismissed: 77, still locked", arguments: Kind.allCases)
-    func dismissedPrompt(_ kind: Kind) async throws {
-        let subject = try await Subject(kind, promptAllowed: true)
-        defer { subject.stop() }
-        try subject.store.store("x", service: service, account: alice, label: "a")
-        try await subject.lock()
-        // gnome-keyring here has no prompter to show, and answers as a user who dismissed it.
-        #expect(throws: AuthError.unlockDismissed) { try subject.store.secret(service: service, account: alice) }
-        #expect(try subject.store.isLocked())
+    @Test("locked, prompt allowed and dismissed: 77, still locked")
+    func dismissedPrompt() async throws {
+        let twin = InMemorySecretStore(promptAllowed: true, promptAnswer: .dismiss)
+        try twin.store("x", service: service, account: alice, label: "a")
+        twin.setLocked(true)
+        #expect(throws: AuthError.unlockDismissed) { try twin.secret(service: service, account: alice) }
+        #expect(try twin.isLocked())
     }
 
     struct Tokens: Codable, Equatable {
@@ -141,9 +133,8 @@ struct SecretStoreContractTests {
 
     @Test("token items carry the Tokens schema, the server attribute and a JSON secret, as secret-tool sees them")
     func tokenItemAsOtherToolsSeeIt() async throws {
-        let sandbox = try await DesktopSandbox.started()
-        defer { sandbox.stop() }
-        let store = SecretServiceStore(promptAllowed: false, busAddress: sandbox.busAddress)
+        let sandbox = try await SharedSandbox.get()
+        let store = SecretServiceStore(promptAllowed: false)
         let server = try ServerURL(validating: "https://auth.example.org/token")
         try store.store(Tokens(accessToken: "a", refreshToken: "r"), service: service, account: alice, server: server,
                         label: "authctl tokens for alice@example.org at https://auth.example.org/token (contract.service)")

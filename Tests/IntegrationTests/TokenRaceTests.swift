@@ -55,7 +55,7 @@ struct TokenRaceTests {
     @Test("an item deleted between the search and the read is not there: its attributes and its secret are nil")
     func itemDeletedAfterTheSearch() async throws {
         let scenario = try await Scenario()
-        let store = SecretServiceStore(promptAllowed: false, busAddress: scenario.sandbox.busAddress)
+        let store = SecretServiceStore(promptAllowed: false)
         let key = ItemKey(service: scenario.serviceName, account: AccountID(rawValue: "alice")!,
                           server: try ServerURL(validating: "https://auth.test/token"))
         try store.store(Array(#"{"accessToken":"a","tokenType":"Bearer"}"#.utf8), contentType: "application/json", for: key, label: "tokens")

@@ -137,72 +137,103 @@ enum BareBusConnection {
     /// `Hello` within `connectTimeout` seconds, then the replies within `callTimeout`.
     static func call(_ calls: [MethodCall], socket socketAddress: SocketAddress, connectTimeout: Double,
                      callTimeout: Double) throws(Failure) -> [BusMessage] {
-        let hello = MethodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                               member: "Hello", arguments: [])
-        // Everything in one write, the way sd-bus starts: the bus reads what follows BEGIN as
-        // messages once it has said OK, and a bus that says something else closes the connection.
-        var messages: [UInt8] = [0] + Array("AUTH EXTERNAL \(hexDigits(String(getuid())))\r\nBEGIN\r\n".utf8)
-        var serial: UInt32 = 0
-        for call in [hello] + calls {
-            serial += 1
-            guard let message = BusMessage.methodCall(serial: serial, destination: call.destination, path: call.path,
-                                                      interface: call.interface, member: call.member, arguments: call.arguments)
-            else { throw .notHandled("an argument holds a NUL") }
-            messages += message
+        try converse(socket: socketAddress, connectTimeout: connectTimeout, callTimeout: callTimeout) { exchange throws(Failure) in
+            try exchange.ask(calls)
         }
+    }
+
+    /// Holds a conversation with the bus at `socket`: `body` asks calls, a batch at a time, each
+    /// batch after the answers to the one before (a call that needs what an earlier one answered).
+    /// Connecting and `Hello` within `connectTimeout` seconds; every reply after `Hello` within
+    /// `callTimeout` of it, one deadline for the whole conversation.
+    static func converse<Answer>(socket socketAddress: SocketAddress, connectTimeout: Double, callTimeout: Double,
+                                 _ body: (Exchange) throws(Failure) -> Answer) throws(Failure) -> Answer {
         let connectDeadline = Posix.monotonicSeconds() + connectTimeout
         let socket = try Socket(connectingTo: socketAddress)
         defer { socket.close() }
-        var helloAnswered = false
+        let exchange = Exchange(socket, connectDeadline: connectDeadline, callTimeout: callTimeout)
         do throws(Failure) {
-            return try exchange(socket, messages, replyCount: calls.count, connectDeadline: connectDeadline, callTimeout: callTimeout,
-                                helloAnswered: &helloAnswered)
+            return try body(exchange)
         } catch .deadlinePassed {
-            throw .deadlinePassed(afterHello: helloAnswered)
-        } catch .refused(let why) where !helloAnswered {
+            throw .deadlinePassed(afterHello: exchange.helloAnswered)
+        } catch .refused(let why) where !exchange.helloAnswered {
             throw .notHandled(why)
-        } catch .wentAway where !helloAnswered {
+        } catch .wentAway where !exchange.helloAnswered {
             throw .notHandled("the bus closed the connection")
         }
     }
 
-    private static func exchange(_ socket: Socket, _ messages: [UInt8], replyCount: Int, connectDeadline: Double, callTimeout: Double,
-                                 helloAnswered: inout Bool) throws(Failure) -> [BusMessage] {
-        try socket.send(messages, deadline: connectDeadline)
-        let answer = try socket.receiveLine(deadline: connectDeadline)
-        guard answer.count > 3, answer[0] == UInt8(ascii: "O"), answer[1] == UInt8(ascii: "K"), answer[2] == UInt8(ascii: " ") else {
-            throw .notHandled("the bus did not accept EXTERNAL authentication")
+    /// One connection's calls: the first batch goes out with the authentication and `Hello` in
+    /// one write, the way sd-bus starts (the bus reads what follows BEGIN as messages once it has
+    /// said OK, and a bus that says something else closes the connection).
+    final class Exchange {
+        private let socket: Socket
+        private let connectDeadline: Double
+        private let callTimeout: Double
+        private var serial: UInt32 = 0
+        private var callDeadline: Double?
+        fileprivate var helloAnswered: Bool { callDeadline != nil }
+
+        fileprivate init(_ socket: Socket, connectDeadline: Double, callTimeout: Double) {
+            self.socket = socket
+            self.connectDeadline = connectDeadline
+            self.callTimeout = callTimeout
         }
 
-        // The bus answers a connection's messages in order: Hello first.
-        var replies: [BusMessage?] = Array(repeating: nil, count: replyCount)
-        var deadline = connectDeadline
-        var missing = replyCount
-        while missing > 0 {
-            let message = try socket.receiveMessage(deadline: deadline)
-            guard message.kind == .methodReturn || message.kind == .error, let serial = message.replySerial else { continue }
-            if message.kind == .error {
-                let name = message.errorName ?? ""
-                if ErrorMap.disconnectionErrorNames.contains(name) { throw .wentAway }
-                throw .refused("error reply \(name) to call \(serial)")
+        /// Sends `calls` together and returns their replies in order.
+        func ask(_ calls: [MethodCall]) throws(Failure) -> [BusMessage] {
+            var messages: [UInt8] = []
+            var batch = calls
+            let first = serial == 0
+            if first {
+                messages = [0] + Array("AUTH EXTERNAL \(BareBusConnection.hexDigits(String(getuid())))\r\nBEGIN\r\n".utf8)
+                batch.insert(MethodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                        member: "Hello", arguments: []), at: 0)
             }
-            if serial == 1 && !helloAnswered {
-                helloAnswered = true
-                deadline = Posix.monotonicSeconds() + callTimeout
-            } else if helloAnswered, serial >= 2, Int(serial) - 2 < replyCount, replies[Int(serial) - 2] == nil {
-                replies[Int(serial) - 2] = message
-                missing -= 1
-            } else {
-                throw .refused("a reply to no call (serial \(serial))")
+            let firstCall = serial + (first ? 2 : 1)
+            for call in batch {
+                serial += 1
+                guard let message = BusMessage.methodCall(serial: serial, destination: call.destination, path: call.path,
+                                                          interface: call.interface, member: call.member, arguments: call.arguments)
+                else { throw .notHandled("an argument holds a NUL") }
+                messages += message
             }
+            try socket.send(messages, deadline: callDeadline ?? connectDeadline)
+            if first {
+                let answer = try socket.receiveLine(deadline: connectDeadline)
+                guard answer.count > 3, answer[0] == UInt8(ascii: "O"), answer[1] == UInt8(ascii: "K"), answer[2] == UInt8(ascii: " ") else {
+                    throw .notHandled("the bus did not accept EXTERNAL authentication")
+                }
+            }
+            // The bus answers a connection's messages in order: Hello first.
+            var replies: [BusMessage?] = Array(repeating: nil, count: calls.count)
+            var missing = calls.count
+            while missing > 0 {
+                let message = try socket.receiveMessage(deadline: callDeadline ?? connectDeadline)
+                guard message.kind == .methodReturn || message.kind == .error, let replySerial = message.replySerial else { continue }
+                if message.kind == .error {
+                    let name = message.errorName ?? ""
+                    if ErrorMap.disconnectionErrorNames.contains(name) { throw .wentAway }
+                    throw .refused("error reply \(name) to call \(replySerial)")
+                }
+                if replySerial == 1 && !helloAnswered {
+                    callDeadline = Posix.monotonicSeconds() + callTimeout
+                } else if helloAnswered, replySerial >= firstCall, Int(replySerial - firstCall) < calls.count,
+                          replies[Int(replySerial - firstCall)] == nil {
+                    replies[Int(replySerial - firstCall)] = message
+                    missing -= 1
+                } else {
+                    throw .refused("a reply to no call (serial \(replySerial))")
+                }
+            }
+            var all: [BusMessage] = []
+            for reply in replies { all.append(reply!) }
+            return all
         }
-        var all: [BusMessage] = []
-        for reply in replies { all.append(reply!) }
-        return all
     }
 
     /// `0` → `30`: the EXTERNAL mechanism's initial response is the uid as text, hex-encoded.
-    private static func hexDigits(_ text: String) -> String {
+    fileprivate static func hexDigits(_ text: String) -> String {
         let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
         var hex = ""
         for byte in text.utf8 {
@@ -215,7 +246,7 @@ enum BareBusConnection {
 
 extension BareBusConnection {
     /// A non-blocking stream socket whose every wait has a deadline (monotonic seconds).
-    private final class Socket {
+    fileprivate final class Socket {
         let descriptor: Int32
         private var received: [UInt8] = []
         private var buffer = [UInt8](repeating: 0, count: 4096)

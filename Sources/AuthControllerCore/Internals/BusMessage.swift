@@ -141,6 +141,15 @@ extension BusMessage {
         return (first, second)
     }
 
+    /// The body of a reply of signature `o`: one object path, as `ReadAlias` answers.
+    func objectPath() throws(BusMessageError) -> String {
+        guard signature == "o" else { throw .unexpectedType(signature) }
+        var reader = try bodyReader()
+        let path = try reader.string()
+        guard reader.remaining == 0 else { throw .malformed }
+        return path
+    }
+
     /// The body of a reply of signature `v` holding a boolean, as `Properties.Get` answers.
     func booleanInVariant() throws(BusMessageError) -> Bool {
         guard signature == "v" else { throw .unexpectedType(signature) }

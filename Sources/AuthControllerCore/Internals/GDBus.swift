@@ -85,6 +85,15 @@ extension GDBus {
         return Connection(taking: connection!)
     }
 
+    /// GIO's shared connection to the session bus, which libsecret uses too.
+    /// The corresponding C function is `g_bus_get_sync`.
+    static func busGetSession(_ deadline: Deadline) throws(GLibError) -> Connection {
+        let connection = try withGError { g_bus_get_sync(G_BUS_TYPE_SESSION, deadline.cancellable, $0) }
+        // As for a connection of authctl's own: an error, not SIGTERM, when the bus goes away.
+        g_dbus_connection_set_exit_on_close(connection, 0)
+        return Connection(taking: connection!)
+    }
+
     /// Receives word that something happened, with nothing to pass on: a connection closed
     /// (the bus went away), a peer left the bus, a watched file changed. C callbacks carry it
     /// as their user data.

@@ -1,5 +1,6 @@
 internal import CGLib
 internal import CLibsoup
+internal import CLibsecret
 import Dispatch
 import Synchronization
 
@@ -7,7 +8,7 @@ import Synchronization
 /// the only place that frees one.
 struct GLibError: Error, Sendable {
     enum Domain: Sendable, Equatable {
-        case io, dbus, keyFile, tls, resolver, soup, other(String)
+        case io, dbus, keyFile, tls, resolver, soup, secret, other(String)
     }
 
     let domain: Domain
@@ -30,10 +31,14 @@ struct GLibError: Error, Sendable {
         case .tls: name = "g-tls-error-quark"
         case .resolver: name = "g-resolver-error-quark"
         case .soup: name = "soup_session_error_quark"
+        case .secret: name = "secret-error"
         case .other(let quark): name = quark
         }
         return "\(name):\(code): \(message)"
     }
+
+    /// libsecret's `SECRET_ERROR_IS_LOCKED`: the item or collection stayed locked.
+    var isSecretServiceLocked: Bool { domain == .secret && code == 2 }
 
     var isCancelled: Bool { domain == .io && code == Int32(G_IO_ERROR_CANCELLED.rawValue) }
 
@@ -49,6 +54,7 @@ struct GLibError: Error, Sendable {
         case authctl_tls_error_quark(): domain = .tls
         case authctl_resolver_error_quark(): domain = .resolver
         case _ where quark != 0 && quark == authctl_soup_session_error_quark(): domain = .soup
+        case _ where quark != 0 && quark == authctl_secret_error_quark(): domain = .secret
         default: domain = .other(String(cString: g_quark_to_string(quark)))
         }
         var remoteName: String?

@@ -1,13 +1,16 @@
 internal import CGLib
 
-/// The Secret Service's D-Bus API (freedesktop.org Secret Service specification), one adapter
-/// per method, each one round trip on the connection it is given.
+/// The reads of the Secret Service's D-Bus API (freedesktop.org Secret Service specification)
+/// that authctl makes itself, one adapter per method, each one round trip on the connection it is
+/// given: whether the default collection is locked, which items match, an unlocked item's secret.
+/// Everything that stores, deletes, unlocks or prompts goes through libsecret (``Libsecret``).
 ///
-/// authctl speaks the D-Bus API itself instead of going through libsecret's proxies: libsecret's
-/// `SecretService` always connects to the bus named by the environment (its constructor forces
-/// `G_BUS_TYPE_SESSION`), loads every property of every object it touches, and negotiates a
-/// Diffie-Hellman session per process; authctl needs one connection whose address is a
-/// parameter, reads that never prompt, and a deadline on every call.
+/// Why reads do not go through libsecret too: its `SecretService` loads every property of every
+/// object it touches and negotiates a Diffie-Hellman session before the first search, which makes
+/// a `secret_password_lookup_sync` as slow as `secret-tool`; `status`, `token` and
+/// `git-credential get` are what scripts run in loops. These reads answer as libsecret does (a
+/// test holds them side by side on every implementation), and hand anything unusual — a locked
+/// item, a locked collection — to libsecret.
 enum SecretServiceCalls {
     static let busName = "org.freedesktop.secrets"
     static let servicePath = "/org/freedesktop/secrets"
@@ -36,55 +39,40 @@ enum SecretServiceCalls {
         return GVariant.boolean(value) ?? false
     }
 
-    /// `SearchItems` and `Properties.Get(Collection, "Locked")` of the collection at `path`, sent
-    /// together: what a status read needs, in one round trip.
-    static func searchItemsAndCollectionLock(_ connection: GDBus.Connection, attributes: [(String, String)], collection path: String,
-                                             _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), locked: Bool) {
-        let lockedProperty = variantTuple([g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")])
-        let replies = try pipelined(connection, [
-            (servicePath, serviceInterface, "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
-            (path, "org.freedesktop.DBus.Properties", "Get", lockedProperty, "(v)"),
-        ], deadline).map { $0! }  // without skippingGoneObjects, every reply is there
-        defer { for reply in replies { g_variant_unref(reply) } }
-        let boxed = g_variant_get_child_value(replies[1], 0)!
-        defer { g_variant_unref(boxed) }
-        let value = g_variant_get_variant(boxed)!
-        defer { g_variant_unref(value) }
-        return ((GVariant.strings(in: replies[0], at: 0), GVariant.strings(in: replies[0], at: 1)), GVariant.boolean(value) ?? false)
-    }
-
-    /// What ``searchItemsAndCollectionLock(_:attributes:collection:_:)`` asks (only the
-    /// property without `attributes`), without GIO (see ``SessionBus/callWithoutGIO(_:timeout:_:)``):
-    /// whether the search found an item, and whether the collection is locked.
-    static func searchItemsAndCollectionLockWithoutGIO(_ bus: SessionBus, attributes: [(String, String)]?, collection path: String,
-                                                       what: String, timeout: Double) throws(AuthError) -> SessionBus.CallWithoutGIO<(found: Bool, locked: Bool)> {
-        var calls = [BareBusConnection.MethodCall(destination: busName, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
-                                                  arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")])]
-        if let attributes {
-            calls.insert(.init(destination: busName, path: servicePath, interface: serviceInterface, member: "SearchItems",
-                               arguments: [.stringDictionary(attributes)]), at: 0)
+    /// What a status read asks, without GIO (see ``SessionBus/converseWithoutGIO(_:timeout:_:)``),
+    /// in the order every implementation can answer: `ReadAlias("default")` (asked once more when
+    /// it answers `/`), the collection's `Locked` at its own path, and only when it is unlocked the
+    /// search by `attributes` (none without them). `found` is `nil` when nothing was searched.
+    static func statusReadWithoutGIO(_ bus: SessionBus, attributes: [(String, String)]?, what: String,
+                                     timeout: Double) throws(AuthError) -> SessionBus.CallWithoutGIO<(locked: Bool, found: Bool?)> {
+        func ask(_ exchange: BareBusConnection.Exchange, _ path: String, _ interface: String, _ member: String,
+                 _ arguments: [BusMessage.Argument]) throws(BareBusConnection.Failure) -> BusMessage {
+            try exchange.ask([.init(destination: busName, path: path, interface: interface, member: member, arguments: arguments)])[0]
         }
-        switch try bus.callWithoutGIO(what, timeout: timeout, calls) {
-        case .notMade: return .notMade
-        case .refused: return .refused
-        case .answered(let replies):
-            do throws(BusMessageError) {
-                let locked = try replies[replies.count - 1].booleanInVariant()
-                guard attributes != nil else { return .answered((false, locked)) }
-                let found = try replies[0].objectPathArrays()
-                return .answered((!found.first.isEmpty || !found.second.isEmpty, locked))
-            } catch {
-                // Not the reply asked for: as GIO's check of the reply type fails.
-                return .refused
+        // A reply that is not the one asked for is as a failed GIO call: GIO checks the reply type.
+        func read<T>(_ reply: BusMessage, _ body: (BusMessage) throws(BusMessageError) -> T) throws(BareBusConnection.Failure) -> T {
+            do { return try body(reply) } catch { throw .refused("\(error)") }
+        }
+        return try bus.converseWithoutGIO(what, timeout: timeout) { exchange throws(BareBusConnection.Failure) in
+            let readAlias = { () throws(BareBusConnection.Failure) -> String in
+                try read(try ask(exchange, servicePath, serviceInterface, "ReadAlias", [.string("default")])) { reply throws(BusMessageError) in
+                    try reply.objectPath()
+                }
             }
+            var collection = try readAlias()
+            if collection == "/" { collection = try readAlias() }
+            // No default collection: GIO asks again and words it.
+            guard collection != "/" else { throw .refused("no default collection") }
+            let locked = try read(try ask(exchange, collection, "org.freedesktop.DBus.Properties", "Get",
+                                          [.string("org.freedesktop.Secret.Collection"), .string("Locked")])) { reply throws(BusMessageError) in
+                try reply.booleanInVariant()
+            }
+            guard !locked, let attributes else { return (locked, nil) }
+            let found = try read(try ask(exchange, servicePath, serviceInterface, "SearchItems", [.stringDictionary(attributes)])) { reply throws(BusMessageError) in
+                try reply.objectPathArrays()
+            }
+            return (false, !found.first.isEmpty || !found.second.isEmpty)
         }
-    }
-
-    /// `Properties.Get(Item, "Label")` of the item at `path`.
-    static func itemLabel(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) -> String {
-        let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Item", name: "Label", deadline)
-        defer { g_variant_unref(value) }
-        return GVariant.string(value) ?? ""
     }
 
     /// `Service.ReadAlias(s) → o`: the collection behind `alias`, `nil` when it resolves to nothing.
@@ -236,114 +224,6 @@ enum SecretServiceCalls {
             throw failure
         }
         return replies.values
-    }
-
-    /// `Collection.CreateItem(a{sv} properties, (oayays) secret, b replace) → (o item, o prompt)`,
-    /// with the label, the attributes plus `xdg:schema`, and the secret as `text/plain` (or the
-    /// given content type). `replace` makes the service overwrite an item with the same
-    /// attributes in place.
-    static func createItem(_ connection: GDBus.Connection, collection: String, schema: String, label: String,
-                           attributes: [(String, String)], secret: [UInt8], contentType: String,
-                           _ deadline: Deadline) throws(GLibError) {
-        let withSchema = attributes + [(schemaAttribute, schema)]
-        try withPlainSession(connection, deadline) { (session) throws(GLibError) in
-            let properties = g_variant_builder_new(variantType("a{sv}"))
-            defer { g_variant_builder_unref(properties) }
-            g_variant_builder_add_value(properties, g_variant_new_dict_entry(
-                g_variant_new_string("org.freedesktop.Secret.Item.Label"), g_variant_new_variant(g_variant_new_string(label))))
-            g_variant_builder_add_value(properties, g_variant_new_dict_entry(
-                g_variant_new_string("org.freedesktop.Secret.Item.Attributes"), g_variant_new_variant(GVariant.stringDictionary(withSchema))))
-            let parameters = variantTuple([g_variant_builder_end(properties), GVariant.secretStruct(session, secret, contentType),
-                                           g_variant_new_boolean(1)])
-            let reply = try call(connection, path: collection, interface: "org.freedesktop.Secret.Collection", method: "CreateItem",
-                                 parameters: parameters, replyType: "(oo)", deadline)
-            g_variant_unref(reply)
-        }
-    }
-
-    /// `Item.SetSecret((oayays))`: replaces the secret of an existing item in place.
-    static func setSecret(_ connection: GDBus.Connection, item path: String, secret: [UInt8], contentType: String,
-                          _ deadline: Deadline) throws(GLibError) {
-        try withPlainSession(connection, deadline) { (session) throws(GLibError) in
-            let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "SetSecret",
-                                 parameters: variantTuple([GVariant.secretStruct(session, secret, contentType)]), replyType: "()", deadline)
-            g_variant_unref(reply)
-        }
-    }
-
-    /// `Item.Delete() → o prompt`. gnome-keyring never prompts for a delete in an unlocked
-    /// collection; a prompt it does ask for is run like an unlock prompt.
-    static func deleteItem(_ connection: GDBus.Connection, item path: String, _ deadline: Deadline) throws(GLibError) {
-        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Item", method: "Delete",
-                             parameters: nil, replyType: "(o)", deadline)
-        let prompt = GVariant.strings(inTuple: reply).first ?? "/"
-        g_variant_unref(reply)
-        if prompt != "/" { _ = try runPrompt(connection, prompt, deadline) }
-    }
-
-    /// `Service.Unlock(ao) → (ao unlocked, o prompt)`, then the prompt if the service wants one:
-    /// `Prompt.Prompt("")` and its `Completed(b dismissed, v result)` signal. Returns whether
-    /// the object is unlocked afterwards (`false`: the prompt was dismissed). When the deadline
-    /// passes the prompt is dismissed (`Prompt.Dismiss`) and the cancellation is thrown.
-    static func unlock(_ connection: GDBus.Connection, object path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
-        let array = GVariant.objectPathArray([path])
-        let reply = try call(connection, path: servicePath, interface: serviceInterface, method: "Unlock",
-                             parameters: variantTuple([array]), replyType: "(aoo)", deadline)
-        defer { g_variant_unref(reply) }
-        if !GVariant.strings(in: reply, at: 0).isEmpty { return true }
-        let prompt = GVariant.string(in: reply, at: 1)
-        if prompt == "/" { return false }
-        return try runPrompt(connection, prompt, deadline)
-    }
-
-    /// Shows the prompt at `path` and waits for its `Completed` signal; `true` unless dismissed.
-    private static func runPrompt(_ connection: GDBus.Connection, _ path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
-        final class Outcome {
-            var dismissed: Bool?
-        }
-        let outcome = Outcome()
-        let context = g_main_context_new()
-        g_main_context_push_thread_default(context)
-        defer {
-            g_main_context_pop_thread_default(context)
-            g_main_context_unref(context)
-        }
-        let box = Unmanaged.passRetained(outcome).toOpaque()
-        // Subscribed on this private context, so the signal is delivered by the iteration below.
-        let subscription = g_dbus_connection_signal_subscribe(
-            connection.pointer, busName, "org.freedesktop.Secret.Prompt", "Completed", path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
-            { _, _, _, _, _, parameters, userData in
-                guard let parameters, let userData else { return }
-                let outcome = Unmanaged<Outcome>.fromOpaque(userData).takeUnretainedValue()
-                guard g_variant_is_of_type(parameters, variantType("(bv)")) != 0 else { return }
-                let flag = g_variant_get_child_value(parameters, 0)!
-                outcome.dismissed = g_variant_get_boolean(flag) != 0
-                g_variant_unref(flag)
-            },
-            box, { userData in if let userData { Unmanaged<Outcome>.fromOpaque(userData).release() } })
-        defer { g_dbus_connection_signal_unsubscribe(connection.pointer, subscription) }
-        // Wakes the iteration below when the deadline cancels the call.
-        let wake = g_cancellable_source_new(deadline.cancellable)!
-        g_source_set_dummy_callback(wake)
-        g_source_attach(wake, context)
-        defer {
-            g_source_destroy(wake)
-            g_source_unref(wake)
-        }
-        let reply = try call(connection, path: path, interface: "org.freedesktop.Secret.Prompt", method: "Prompt",
-                             parameters: variantTuple([g_variant_new_string("")]), replyType: "()", deadline)
-        g_variant_unref(reply)
-        while outcome.dismissed == nil && g_cancellable_is_cancelled(deadline.cancellable) == 0 {
-            g_main_context_iteration(context, 1)
-        }
-        guard let dismissed = outcome.dismissed else {
-            // Take the prompt off the screen; nobody waits for the answer.
-            g_dbus_connection_call(connection.pointer, busName, path, "org.freedesktop.Secret.Prompt", "Dismiss", nil, nil,
-                                   G_DBUS_CALL_FLAGS_NONE, -1, nil, nil, nil)
-            _ = try withGError { g_cancellable_set_error_if_cancelled(deadline.cancellable, $0) }
-            return false
-        }
-        return !dismissed
     }
 
     /// The `Attributes` of many items at once: the `Properties.Get`s are pipelined, so a

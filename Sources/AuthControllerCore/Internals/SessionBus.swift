@@ -11,6 +11,12 @@ final class SessionBus: Sendable {
     let address: String?
     private let cached = Mutex<GDBus.Connection?>(nil)
     private let usedWithoutGIO = Mutex(false)
+    private let calledSecretService = Mutex(false)
+
+    /// Whether a method call to the Secret Service went out on the GIO connection: gnome-keyring
+    /// sets a new caller up when its first message arrives, and a property read as that first
+    /// message (libsecret's first, `GetAll`) races the set-up and can bring the daemon down.
+    var hasCalledSecretService: Bool { calledSecretService.withLock { $0 } }
 
     private init(address: String?) { self.address = address }
 
@@ -41,7 +47,12 @@ final class SessionBus: Sendable {
         if let connection = cached.withLock({ $0 }), !GDBus.connectionIsClosed(connection) { return connection }
         let deadline = Deadline(seconds: min(timeout, Self.connectTimeout))
         do throws(GLibError) {
-            let connection = try GDBus.connectionNewForAddress(try resolvedAddress(deadline), deadline)
+            // The session bus's connection is GIO's shared one, which libsecret uses too: the
+            // Secret Service sees one caller, whose first message is authctl's method call (see
+            // `SecretServiceStore`), and the prompts libsecret shows on it are counted.
+            let connection = if address == nil { try GDBus.busGetSession(deadline) }
+                             else { try GDBus.connectionNewForAddress(try resolvedAddress(deadline), deadline) }
+            if address == nil { Libsecret.watchPrompts(on: connection) }
             cached.withLock { $0 = connection }
             return connection
         } catch {
@@ -77,13 +88,14 @@ final class SessionBus: Sendable {
         case refused
     }
 
-    /// Makes `calls` without GIO, over a connection of their own (see ``BareBusConnection``) —
-    /// but only as the first use of this bus in the process: a `status` run by a script reads
-    /// once and exits. Later calls, or calls this way cannot make, are ``CallWithoutGIO/notMade``
-    /// and go through GIO, whose connection then serves the rest of the process (`serve`, an app
-    /// checking `isSignedIn` in a loop). A deadline that passes and a peer that goes away are
-    /// errors, as through GIO.
-    func callWithoutGIO(_ what: String, timeout: Double, _ calls: [BareBusConnection.MethodCall]) throws(AuthError) -> CallWithoutGIO<[BusMessage]> {
+    /// Holds `conversation` without GIO, over a connection of its own (see
+    /// ``BareBusConnection``) — but only as the first use of this bus in the process: a `status`
+    /// run by a script reads once and exits. Later calls, or calls this way cannot make, are
+    /// ``CallWithoutGIO/notMade`` and go through GIO, whose connection then serves the rest of the
+    /// process (`serve`, an app checking `isSignedIn` in a loop). A deadline that passes and a
+    /// peer that goes away are errors, as through GIO.
+    func converseWithoutGIO<Answer>(_ what: String, timeout: Double,
+                                    _ conversation: (BareBusConnection.Exchange) throws(BareBusConnection.Failure) -> Answer) throws(AuthError) -> CallWithoutGIO<Answer> {
         let first = usedWithoutGIO.withLock { used in
             defer { used = true }
             return !used && cached.withLock { $0 == nil }
@@ -93,7 +105,7 @@ final class SessionBus: Sendable {
         guard let socket else { return .notMade }
         let connectTimeout = min(timeout, Self.connectTimeout)
         do {
-            return .answered(try BareBusConnection.call(calls, socket: socket, connectTimeout: connectTimeout, callTimeout: timeout))
+            return .answered(try BareBusConnection.converse(socket: socket, connectTimeout: connectTimeout, callTimeout: timeout, conversation))
         } catch {
             switch error {
             case .deadlinePassed(afterHello: true): throw ErrorMap.deadlinePassed(on: .secretService, while: what, seconds: timeout)
@@ -112,6 +124,7 @@ final class SessionBus: Sendable {
     func call<T>(_ what: String, on peer: ErrorMap.Peer = .secretService, timeout: Double, missingObject: AuthError? = nil,
                  _ body: (GDBus.Connection, Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
         let connection = try connection(timeout: timeout)
+        if peer == .secretService { calledSecretService.withLock { $0 = true } }
         let deadline = Deadline(seconds: timeout)
         do {
             return try body(connection, deadline)
@@ -126,6 +139,7 @@ final class SessionBus: Sendable {
     /// the item meanwhile), which is "not there", not a broken service.
     func callUnlessGone<T>(_ what: String, timeout: Double, _ body: (GDBus.Connection, Deadline) throws(GLibError) -> T) throws(AuthError) -> T? {
         let connection = try connection(timeout: timeout)
+        calledSecretService.withLock { $0 = true }
         let deadline = Deadline(seconds: timeout)
         do {
             return try body(connection, deadline)

@@ -1,199 +1,137 @@
-/// The desktop Secret Service (GNOME Keyring). Items live in the default collection, with the
-/// schema `io.github.authctl.Password` and the attributes `service` and `account`, so
-/// `secret-tool lookup service S account A` prints the stored hash.
+/// The desktop Secret Service — gnome-keyring, KWallet, KeePassXC — or libsecret's file keyring.
+/// Items live in the default collection, with the schema `io.github.authctl.Password` and the
+/// attributes `service` and `account`, so `secret-tool lookup service S account A` prints the
+/// stored hash.
+///
+/// Everything that stores, deletes, unlocks or prompts goes through libsecret, which performs the
+/// prompts a service returns (KeePassXC returns one from every new item, and asks a person to
+/// confirm access and deletion when set so), negotiates sessions, and serves its file keyring.
+/// Reads that every script runs in loops — whether the collection is locked, whether an item
+/// exists, an unlocked item's secret — take a faster path of their own and hand anything unusual
+/// (a locked item, a locked collection) to libsecret.
+///
+/// A locked collection proves nothing about its items: KeePassXC answers a search in a locked
+/// database with nothing, and may hold the search behind an unlock dialog. So the lock state is
+/// read before any search, and a locked collection is not searched for a read that must not
+/// prompt (see ``lockState(andContains:)``).
+///
+/// The Secret Service is the one on the process's session bus, as libsecret finds it
+/// (`DBUS_SESSION_BUS_ADDRESS`): libsecret cannot be pointed at another bus. A test that wants a
+/// keyring of its own runs the code that uses it in a process of its own, with that bus in its
+/// environment.
 ///
 /// Every call runs with its own deadline; a call that may show the unlock prompt gets
 /// ``promptTimeout``, any other ``callTimeout``. When a deadline passes the call is cancelled,
-/// which also dismisses a prompt. Reads that need no secret never prompt.
-///
-/// Each call blocks its thread until the reply comes or its deadline passes: async code makes
-/// it from a thread of its own (as `authctl serve` does), not on the cooperative pool.
+/// which also dismisses a prompt. Each call blocks its thread until the reply comes or its
+/// deadline passes: async code makes it from a thread of its own (as `authctl serve` does), not
+/// on the cooperative pool.
 public struct SecretServiceStore: SecretStore {
+    /// Where libsecret keeps items.
+    public enum Backend: Sendable, Equatable {
+        /// The Secret Service on the session bus (`org.freedesktop.secrets`).
+        case secretService
+        /// libsecret's own file keyring (`SECRET_BACKEND=file`, and inside Flatpak and Snap
+        /// sandboxes): no daemon, no lock, no prompt. libsecret takes the file's path and master
+        /// password from its environment.
+        case fileKeyring
+    }
+
     /// Whether the unlock prompt may be shown (false with `--no-prompt` or without a display).
     public let promptAllowed: Bool
     /// Seconds a call that may prompt may take.
     public let promptTimeout: Double
     /// Seconds any other call may take.
     public let callTimeout: Double
-    /// The bus the Secret Service is on; `nil` for the session bus.
-    public var busAddress: String? { bus.address }
-    private let bus: SessionBus
+    /// Where the items are.
+    public let backend: Backend
+    /// The bus of the reads made without libsecret: the session bus, but for tests of those reads.
+    private let readBusAddress: String?
+    private var bus: SessionBus { SessionBus.shared(address: readBusAddress) }
 
-    /// A store on the Secret Service of the bus at `busAddress` (`unix:path=…`), or of the session
-    /// bus with `nil`. Does not connect yet: the first call opens the connection, which this process
-    /// shares with the other users of that bus.
+    /// A store on the session bus's Secret Service, or on libsecret's file keyring. Does not
+    /// connect yet: the first call opens the connection, which this process shares with the other
+    /// users of the session bus, libsecret among them.
     ///
     /// - Parameters:
     ///   - promptAllowed: whether a call that needs the keyring unlocked may show the unlock prompt;
-    ///     without it such a call throws ``AuthError/keyringLocked``.
+    ///     without it such a call throws ``AuthError/keyringLocked``. A prompt the service returns
+    ///     unasked (KeePassXC's for a new item) is still performed, within ``callTimeout``.
     ///   - promptTimeout: seconds a call that may prompt may take.
     ///   - callTimeout: seconds any other call may take.
-    ///   - busAddress: the D-Bus address to use; `nil` for the session bus.
-    public init(promptAllowed: Bool, promptTimeout: Double = 60, callTimeout: Double = 5, busAddress: String? = nil) {
+    ///   - backend: the Secret Service, or libsecret's file keyring.
+    public init(promptAllowed: Bool, promptTimeout: Double = 60, callTimeout: Double = 5, backend: Backend = .secretService) {
         self.promptAllowed = promptAllowed
         self.promptTimeout = promptTimeout
         self.callTimeout = callTimeout
-        bus = SessionBus.shared(address: busAddress)
+        self.backend = backend
+        readBusAddress = nil
     }
 
-    /// One `Service.SearchItems` by the key's attributes, answered while locked too. Blocks until
-    /// the reply or ``callTimeout``; never prompts.
+    /// A store whose reads made without libsecret go to the bus at `busAddress`: for tests of those
+    /// reads against a Secret Service of their own. Writes, unlocks and prompts still go through
+    /// libsecret, on the session bus.
+    init(promptAllowed: Bool, callTimeout: Double = 5, readingFrom busAddress: String) {
+        self.promptAllowed = promptAllowed
+        promptTimeout = 60
+        self.callTimeout = callTimeout
+        backend = .secretService
+        readBusAddress = busAddress
+    }
+
+    // MARK: - Reads that never prompt
+
+    /// `Service.SearchItems` by the key's attributes. Blocks until the reply or ``callTimeout``;
+    /// never prompts. In a locked collection only items the service still lists are found (none
+    /// on KeePassXC): ``itemIsGone(_:)`` tells a missing item from one that cannot be seen.
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
-        // One SearchItems and nothing more: this is `status`'s call.
+        if backend == .fileKeyring { return try !libsecretItems(of: key, includingTokenItems: true).isEmpty }
         let found = try search(key, leavingOutTokenItems: false)
         return !found.unlocked.isEmpty || !found.locked.isEmpty
     }
 
-    /// `SearchItems` and the collection's `Locked` property sent together: one round trip.
-    /// gnome-keyring now and then answers the property, when it arrives beside the search, with
-    /// `UnknownMethod` for a collection path it made up: then both are asked again one after the
-    /// other, and only that answer counts.
-    public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
-        switch try SecretServiceCalls.searchItemsAndCollectionLockWithoutGIO(
-            bus, attributes: key?.attributes, collection: SecretServiceCalls.defaultCollectionPath,
-            what: "read the keyring's lock state", timeout: callTimeout) {
-        case .answered(let read):
-            return (read.locked, read.found)
-        case .refused:
-            // As when the calls below fail.
-            return try lockStateOneCallAtATime(andContains: key)
-        case .notMade:
-            break
+    /// The default collection's lock state, then — only when it is unlocked — one search by the
+    /// key's attributes (`containsItem` is `nil` when nothing was searched). The first read of a
+    /// process asks without GIO: `ReadAlias`, `Locked` at the collection's own path, and
+    /// `SearchItems`, in that order.
+    public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool?) {
+        if backend == .fileKeyring { return (false, try key.map { (key) throws(AuthError) in try containsItem(key) }) }
+        switch try SecretServiceCalls.statusReadWithoutGIO(bus, attributes: key?.attributes, what: "read the keyring's lock state",
+                                                           timeout: callTimeout) {
+        case .answered(let read): return (read.locked, read.found)
+        case .notMade, .refused: break
         }
-        guard let key else { return try lockStateOneCallAtATime(andContains: nil) }
-        do {
-            let together = try bus.call("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.searchItemsAndCollectionLock(connection, attributes: key.attributes,
-                                                                    collection: SecretServiceCalls.defaultCollectionPath, deadline)
-            }
-            return (together.locked, !together.found.unlocked.isEmpty || !together.found.locked.isEmpty)
-        } catch {
-            // A deadline that passed is not asked again: a command still ends within its deadline.
-            if case .temporaryFailure = error { throw error }
-            return try lockStateOneCallAtATime(andContains: key)
-        }
+        let locked = try defaultCollection().locked
+        guard !locked, let key else { return (locked, nil) }
+        return (false, try containsItem(key))
     }
 
-    /// ``lockState(andContains:)`` asked one call after the other, each answer counting alone.
-    private func lockStateOneCallAtATime(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
-        let locked = try isLocked()
-        guard let key else { return (locked, false) }
-        return (locked, try containsItem(key))
-    }
-
-    /// `Properties.Get` of the default collection's `Locked` property. Never prompts.
-    ///
-    /// Asked at the `default` alias's path: one call. gnome-keyring now and then answers a call
-    /// there, amid other clients' calls, as if nothing were at the path; only when the alias
-    /// resolves to nothing either is there no default collection.
+    /// Whether the default collection is locked: `ReadAlias("default")`, then its `Locked`
+    /// property at the collection's own path. Never prompts.
     public func isLocked() throws(AuthError) -> Bool {
-        let locked = try bus.callUnlessGone("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.collectionIsLocked(connection, path: SecretServiceCalls.defaultCollectionPath, deadline)
-        }
-        if let locked { return locked }
-        return try isLocked(try defaultCollection())
-    }
-
-    /// The `Locked` property of the collection at `path`.
-    private func isLocked(_ path: String) throws(AuthError) -> Bool {
-        try bus.call("read the keyring's lock state", timeout: callTimeout, missingObject: Self.noDefaultCollection) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.collectionIsLocked(connection, path: path, deadline)
-        }
-    }
-
-    /// The object path the `default` alias names.
-    private func defaultCollection() throws(AuthError) -> String {
-        let collection = try bus.call("find the default collection", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.readAlias(connection, "default", deadline)
-        }
-        guard let collection else { throw Self.noDefaultCollection }
-        return collection
-    }
-
-    /// `Service.SearchItems`, then `Item.GetSecret` through a `plain` session. Blocks; when the item
-    /// is locked it unlocks the default collection first, which may show the prompt (see
-    /// ``unlock()``).
-    public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
-        if key.server != nil {
-            // A token item is found exactly by its attributes: search and read in one go.
-            let read = try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.searchAndReadSecret(connection, attributes: key.attributes, deadline)
-            }
-            if let secret = read.secret { return secret }
-            if read.found.locked.isEmpty { return nil }
-        }
-        // The search says whether the item is locked: unlocking (a lock-state read at least)
-        // is needed only then.
-        var found = try search(key)
-        if found.unlocked.isEmpty && !found.locked.isEmpty {
-            try unlock()
-            found = try search(key)
-        }
-        guard let path = found.unlocked.first else {
-            if found.locked.isEmpty { return nil }
-            throw .keyringLocked  // in another, locked collection
-        }
-        // Deleted since the search (by another authctl, say): not there.
-        return try bus.callUnlessGone("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.secret(connection, item: path, deadline)
-        }
-    }
-
-    /// `Item.SetSecret` on the item the key finds (deleting any duplicate), else
-    /// `Collection.CreateItem` in the default collection. Blocks; unlocks the collection first, which
-    /// may prompt. A write whose deadline passed is undone if the service carries it out later.
-    public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
-        let collection = try unlockedDefaultCollection()
-        let found = try search(key)
-        let items = found.unlocked + found.locked
-        if let existing = items.first {
-            let old = try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.secret(connection, item: existing, deadline)
-            }
-            try undoingLateWrites("store the secret of \(key)", { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.setSecret(connection, item: existing, secret: secret, contentType: contentType, deadline)
-            }, undo: { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.setSecret(connection, item: existing, secret: old, contentType: contentType, deadline)
-            })
-            // Never two items for one key: drop duplicates another tool may have left.
-            for duplicate in items.dropFirst() { try delete(duplicate, of: key) }
-        } else {
-            try undoingLateWrites("store the secret of \(key)", { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.createItem(connection, collection: collection, schema: key.schema, label: label,
-                                                  attributes: key.attributes, secret: secret, contentType: contentType, deadline)
-            }, undo: { connection, deadline throws(GLibError) in
-                let created = try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
-                for item in created.unlocked + created.locked { try SecretServiceCalls.deleteItem(connection, item: item, deadline) }
-            })
-        }
-    }
-
-    /// `Item.Delete` on each item the key finds. Blocks; unlocks the collection first when it is
-    /// locked and there is something to delete, which may prompt.
-    public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
-        // Asked first: without a default collection this is 69, not a silent "nothing to delete".
-        let locked = try isLocked()
-        let found = try search(key)
-        let items = found.unlocked + found.locked
-        guard !items.isEmpty else { return false }
-        if locked { try unlockedDefaultCollection() }
-        for item in items { try delete(item, of: key) }
-        return true
+        if backend == .fileKeyring { return false }
+        return try defaultCollection().locked
     }
 
     /// `Service.SearchItems` by `service` (and `server`), then each item's `Attributes`; items whose
     /// `account` is not a valid ``AccountID`` are skipped. Blocks; never prompts: a locked
     /// collection is ``AuthError/keyringLockedForListing``.
     public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
-        if try isLocked() { throw .keyringLockedForListing }
         var query = [("service", service.rawValue)]
         if let server { query.append(("server", server.rawValue)) }
-        let found = try bus.call("search the keyring", timeout: callTimeout) { [query] connection, deadline throws(GLibError) in
-            try SecretServiceCalls.searchItems(connection, attributes: query, deadline)
-        }
-        if !found.locked.isEmpty { throw .keyringLockedForListing }
-        let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked, deadline)
+        let attributes: [[String: String]?]
+        if backend == .fileKeyring {
+            attributes = try libsecret("search the keyring", timeout: callTimeout) { deadline throws(GLibError) in
+                try Libsecret.search(query, unlock: false, deadline).map(\.attributes)
+            }
+        } else {
+            if try isLocked() { throw .keyringLockedForListing }
+            let found = try bus.call("search the keyring", timeout: callTimeout) { [query] connection, deadline throws(GLibError) in
+                try SecretServiceCalls.searchItems(connection, attributes: query, deadline)
+            }
+            if !found.locked.isEmpty { throw .keyringLockedForListing }
+            attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked, deadline)
+            }
         }
         // Password items have no `server`; items deleted since the search (`nil`) are not there;
         // items another tool stored with an account attribute that is not a valid id are
@@ -204,12 +142,177 @@ public struct SecretServiceStore: SecretStore {
             .filter { seen.insert($0).inserted }
     }
 
-    /// `Service.Unlock` of the default collection when it is locked: blocks while the prompt is
-    /// shown, up to ``promptTimeout``. Throws ``AuthError/keyringLocked`` when prompts are not
-    /// allowed and ``AuthError/unlockDismissed`` when the prompt is dismissed.
+    // MARK: - Reads that may prompt
+
+    /// The item's secret: an unlocked item's through a `plain` session of authctl's own; a locked
+    /// one (its collection locked, or the item asking for a confirmation of access) through
+    /// libsecret, which shows the service's prompt when prompts are allowed. Blocks.
+    public func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? {
+        if backend == .fileKeyring {
+            let items = try libsecretItems(of: key)
+            guard let item = items.first else { return nil }
+            return try libsecret("read the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+                try Libsecret.secret(of: item, deadline)
+            }
+        }
+        let found: (unlocked: [String], locked: [String])
+        if key.server != nil {
+            // A token item is found exactly by its attributes: search and read in one go.
+            let read = try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.searchAndReadSecret(connection, attributes: key.attributes, deadline)
+            }
+            if let secret = read.secret { return secret }
+            // Found unlocked but not read: deleted meanwhile (by another authctl, say).
+            if !read.found.unlocked.isEmpty { return nil }
+            found = read.found
+        } else {
+            found = try search(key)
+            if let path = found.unlocked.first {
+                // `nil`: deleted since the search, so not there.
+                return try bus.callUnlessGone("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                    try SecretServiceCalls.secret(connection, item: path, deadline)
+                }
+            }
+        }
+        let collection = try defaultCollection()
+        // Nothing found in an unlocked collection: there is nothing.
+        if found.locked.isEmpty && !collection.locked { return nil }
+        // Locked: the collection (which may hide its items, as KeePassXC's does), or the item.
+        guard promptAllowed else { throw collection.locked ? .keyringLocked : .accessNeedsConfirmation(key) }
+        let items = try libsecretItems(of: key, unlocking: true)
+        guard let item = items.first(where: { !$0.locked }) else {
+            if items.isEmpty { return nil }
+            throw collection.locked ? .unlockDismissed : .accessNotConfirmed(key)
+        }
+        return try libsecret("read the secret of \(key)", timeout: promptTimeout) { deadline throws(GLibError) in
+            try Libsecret.secret(of: item, deadline)
+        }
+    }
+
+    // MARK: - Writes
+
+    /// Stores the secret through libsecret in the default collection (at its own object path),
+    /// then finds the item again by its attributes and reads its secret back: a service that
+    /// accepted the item but kept nothing is an error here, before the caller changes anything
+    /// else. Every other item of the same key is deleted afterwards, whatever the service made of
+    /// `CreateItem`'s `replace`: exactly one item per key. Blocks; unlocks the collection first,
+    /// which may prompt.
+    public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
+        let collection = backend == .fileKeyring ? nil : try unlockedDefaultCollection()
+        // What a write whose deadline passed is undone to; unreadable, it is undone by deleting.
+        let previous = try? self.secret(key)
+        do {
+            try libsecret("store the secret of \(key)", timeout: promptAllowed ? promptTimeout : callTimeout) { deadline throws(GLibError) in
+                try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: collection,
+                                    label: label, deadline)
+            }
+        } catch {
+            if case .temporaryFailure = error { undoLateStore(of: key, written: secret, previous: previous, contentType: contentType, label: label) }
+            throw error
+        }
+        let items = try libsecretItems(of: key, unlocking: promptAllowed)
+        var kept: Libsecret.Item?
+        for item in items where !item.locked && kept == nil {
+            let stored = try libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+                try Libsecret.secret(of: item, deadline)
+            }
+            if stored == secret { kept = item }
+        }
+        guard let kept else {
+            throw .unavailable("the Secret Service accepted the item of \(key) but did not keep it; check that its collection takes new items (KeePassXC: a group exposed to the Secret Service)")
+        }
+        for duplicate in items where duplicate.path != kept.path || duplicate.attributes != kept.attributes {
+            try libsecret("delete a duplicate item of \(key)", timeout: promptAllowed ? promptTimeout : callTimeout) { deadline throws(GLibError) in
+                try Libsecret.delete(duplicate, deadline)
+            }
+        }
+        // The file keyring deletes by attributes: a duplicate whose attributes are a part of the
+        // kept item's took that one along. Stored again, it is the one item.
+        if backend == .fileKeyring, items.count > 1, try libsecretItems(of: key).isEmpty {
+            try libsecret("store the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+                try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: nil,
+                                    label: label, deadline)
+            }
+        }
+    }
+
+    /// Deletes every item of the key through libsecret, which performs any prompt the service
+    /// returns (a confirmation of deletion). Blocks; unlocks the collection first when it is
+    /// locked and may hold something, which may prompt.
+    public func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool {
+        if backend == .secretService {
+            // Asked first: without a default collection this is 69, not a silent "nothing to delete".
+            let collection = try defaultCollection()
+            let found = try search(key)
+            if found.unlocked.isEmpty && found.locked.isEmpty && !collection.locked { return false }
+            if collection.locked { try unlockedDefaultCollection() }
+        }
+        let items = try libsecretItems(of: key)
+        for item in items {
+            let saved = item.locked ? nil : try? libsecret("read the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+                try Libsecret.secret(of: item, deadline)
+            }
+            do {
+                try libsecret("delete the item of \(key)", timeout: promptAllowed ? promptTimeout : callTimeout) { deadline throws(GLibError) in
+                    try Libsecret.delete(item, deadline)
+                }
+            } catch {
+                if case .temporaryFailure = error, let saved { undoLateDelete(of: key, saved: saved, label: item.label) }
+                throw error
+            }
+        }
+        return !items.isEmpty
+    }
+
+    /// Unlocks the default collection if it is locked, through libsecret: blocks while the
+    /// prompt is shown, up to ``promptTimeout``. Throws ``AuthError/keyringLocked`` when prompts
+    /// are not allowed and ``AuthError/unlockDismissed`` when the prompt is dismissed.
     public func unlock() throws(AuthError) {
-        guard try isLocked() else { return }
+        if backend == .fileKeyring { return }
         try unlockedDefaultCollection()
+    }
+
+    // MARK: - Writes whose deadline passed
+
+    // A write whose deadline passed may still be carried out by the service after authctl stopped
+    // waiting (gnome-keyring finishes what it was asked), so it is undone, and "nothing was
+    // changed" stays true. The undo's calls go out on the connection the write went out on (GIO's
+    // shared session bus connection, libsecret's too), after it: the service answers a
+    // connection's calls in order, so the undo sees the write if the write was made at all. It is
+    // best effort, with a deadline of its own of at least 5 s: its failure leaves the first error.
+
+    /// Puts `previous` back, or deletes the item holding `written` when there was none.
+    private func undoLateStore(of key: ItemKey, written: [UInt8], previous: [UInt8]?, contentType: String, label: String) {
+        let timeout = max(callTimeout, 5)
+        guard let items = try? libsecretItems(of: key, timeout: timeout) else { return }
+        for item in items where !item.locked {
+            let stored = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in try Libsecret.secret(of: item, deadline) }
+            guard stored == written else { continue }
+            _ = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in
+                if let previous {
+                    try Libsecret.store(previous, contentType: contentType, schema: key.schema, attributes: key.attributes,
+                                        collection: undoCollection(), label: label, deadline)
+                } else {
+                    try Libsecret.delete(item, deadline)
+                }
+            }
+        }
+    }
+
+    /// Stores `saved` again when the key has no item left.
+    private func undoLateDelete(of key: ItemKey, saved: [UInt8], label: String) {
+        let timeout = max(callTimeout, 5)
+        guard let remaining = try? libsecretItems(of: key, timeout: timeout), remaining.isEmpty else { return }
+        _ = try? libsecret("undo a late delete", timeout: timeout) { deadline throws(GLibError) in
+            try Libsecret.store(saved, contentType: key.server == nil ? "text/plain" : "application/json", schema: key.schema,
+                                attributes: key.attributes, collection: undoCollection(), label: label, deadline)
+        }
+    }
+
+    /// The default collection's own path for an undo (libsecret would otherwise write through the
+    /// alias); `nil` for the file keyring, or when it cannot be read, which leaves the alias.
+    private func undoCollection() -> String? {
+        backend == .fileKeyring ? nil : try? defaultCollection().path
     }
 
     // MARK: - Steps
@@ -217,13 +320,46 @@ public struct SecretServiceStore: SecretStore {
     private static let noDefaultCollection = AuthError.unavailable(
         "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run \(hint: .sandbox)")
 
+    /// The default collection's own object path and whether it is locked: `ReadAlias("default")`
+    /// — the first call on a connection is a method call, which gnome-keyring needs to set up a
+    /// new caller before any property read — asked once more when it answers `/` (gnome-keyring
+    /// now and then does, under load), then `Locked` at that path, never at the alias's.
+    private func defaultCollection() throws(AuthError) -> (path: String, locked: Bool) {
+        for attempt in 1...2 {
+            let path = try bus.call("find the default collection", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.readAlias(connection, "default", deadline)
+            }
+            guard let path else { continue }
+            let locked = try bus.callUnlessGone("read the keyring's lock state", timeout: callTimeout) { connection, deadline throws(GLibError) in
+                try SecretServiceCalls.collectionIsLocked(connection, path: path, deadline)
+            }
+            // Deleted between the two calls: the alias is read again.
+            if let locked { return (path, locked) }
+            if attempt == 2 { break }
+        }
+        throw Self.noDefaultCollection
+    }
+
+    /// The default collection's object path, unlocked: libsecret shows the unlock prompt if it is
+    /// locked and prompts are allowed, else this throws "locked".
+    @discardableResult
+    private func unlockedDefaultCollection() throws(AuthError) -> String {
+        let collection = try defaultCollection()
+        guard collection.locked else { return collection.path }
+        guard promptAllowed else { throw .keyringLocked }
+        let unlocked = try libsecret("unlock the keyring", timeout: promptTimeout) { deadline throws(GLibError) in
+            try Libsecret.unlock(collection.path, deadline)
+        }
+        guard unlocked else { throw .unlockDismissed }
+        return collection.path
+    }
+
     /// `SearchItems` by the key's attributes alone (not the schema), so items another tool
-    /// stored with those attributes are found. Works while locked; never prompts.
+    /// stored with those attributes are found. Never prompts.
     ///
     /// A search by `service` and `account` also matches that account's token items, which add
     /// a `server` attribute; for a password key those are left out, at the cost of one more
-    /// (pipelined) round trip when anything was found. Attribute names stay readable while
-    /// the collection is locked, so this works then too. An item deleted between the search and
+    /// (pipelined) round trip when anything was found. An item deleted between the search and
     /// that round trip is left out too.
     private func search(_ key: ItemKey, leavingOutTokenItems: Bool = true) throws(AuthError) -> (unlocked: [String], locked: [String]) {
         let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
@@ -238,51 +374,53 @@ public struct SecretServiceStore: SecretStore {
         return (found.unlocked.filter { !leftOut.contains($0) }, found.locked.filter { !leftOut.contains($0) })
     }
 
-    /// Deletes one item of `key`; if the deadline passes, a delete the service carries out
-    /// afterwards is undone by storing the item again. An item already gone is left so.
-    private func delete(_ item: String, of key: ItemKey) throws(AuthError) {
-        let read = try bus.callUnlessGone("read the item of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
-            (try SecretServiceCalls.secret(connection, item: item, deadline), try SecretServiceCalls.itemLabel(connection, item: item, deadline))
+    /// The key's items as libsecret finds them (by attributes alone), unlocking locked ones first
+    /// when `unlocking` (a prompt). A password key's search leaves out the account's token items.
+    private func libsecretItems(of key: ItemKey, unlocking: Bool = false, includingTokenItems: Bool = false,
+                                timeout: Double? = nil) throws(AuthError) -> [Libsecret.Item] {
+        let found = try libsecret("search the keyring", timeout: timeout ?? (unlocking ? promptTimeout : callTimeout)) { deadline throws(GLibError) in
+            try Libsecret.search(key.attributes, unlock: unlocking, deadline)
         }
-        guard let (secret, label) = read else { return }
-        try undoingLateWrites("delete the item of \(key)", { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.deleteItem(connection, item: item, deadline)
-        }, undo: { connection, deadline throws(GLibError) in
-            let remaining = try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
-            guard remaining.unlocked.isEmpty && remaining.locked.isEmpty,
-                  let collection = try SecretServiceCalls.readAlias(connection, "default", deadline) else { return }
-            try SecretServiceCalls.createItem(connection, collection: collection, schema: key.schema, label: label, attributes: key.attributes,
-                                              secret: secret, contentType: key.server == nil ? "text/plain" : "application/json", deadline)
-        })
+        return found.filter { includingTokenItems || $0.attributes["server"] == key.server?.rawValue }
     }
 
-    /// Runs a write under its deadline. A write whose deadline passed may still be carried out
-    /// by the service after authctl stopped waiting (gnome-keyring finishes what it was asked),
-    /// so `undo` then puts things back — with a deadline of its own, at least 5 s — and "nothing
-    /// was changed" stays true. The undo is best effort: its failure leaves the first error.
-    private func undoingLateWrites(_ what: String, _ write: (GDBus.Connection, Deadline) throws(GLibError) -> Void,
-                                   undo: (GDBus.Connection, Deadline) throws(GLibError) -> Void) throws(AuthError) {
-        do throws(AuthError) {
-            try bus.call(what, timeout: promptAllowed ? promptTimeout : callTimeout, write)
+    /// Runs a libsecret call under its deadline, after making sure the session bus's connection
+    /// has made a method call to the Secret Service (see ``defaultCollection()``): libsecret's
+    /// first message is a property read. A call whose deadline passed while libsecret showed a
+    /// prompt (one the service returned unasked, as KeePassXC's confirmations) waited for a
+    /// person: that is "the keyring asks a person to confirm", not a slow keyring.
+    private func libsecret<T>(_ what: String, timeout: Double, _ body: (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
+        try Libsecret.load()
+        if backend == .secretService && !bus.hasCalledSecretService { _ = try defaultCollection() }
+        let promptsBefore = Libsecret.promptsShown
+        let deadline = Deadline(seconds: timeout)
+        do {
+            return try body(deadline)
         } catch {
-            if case .temporaryFailure = error {
-                _ = try? bus.call("undo a late write", timeout: max(callTimeout, 5), undo)
+            if deadline.expired && Libsecret.promptsShown != promptsBefore {
+                throw .confirmationAwaited(while: what)
             }
-            throw error
+            if error.isSecretServiceLocked { throw promptAllowed ? .unlockDismissed : .keyringLocked }
+            throw ErrorMap.authError(error, from: .secretService, while: what, deadline: deadline)
         }
     }
+}
 
-    /// The default collection's object path, unlocked: shows the unlock prompt if it is locked
-    /// and prompts are allowed, else throws "locked".
-    @discardableResult
-    private func unlockedDefaultCollection() throws(AuthError) -> String {
-        let collection = try defaultCollection()
-        guard try isLocked(collection) else { return collection }
-        guard promptAllowed else { throw .keyringLocked }
-        let unlocked = try bus.call("unlock the keyring", timeout: promptTimeout) { connection, deadline throws(GLibError) in
-            try SecretServiceCalls.unlock(connection, object: collection, deadline)
-        }
-        guard unlocked else { throw .unlockDismissed }
-        return collection
+extension AuthError {
+    /// An item that asks a person to confirm access (KeePassXC's "confirm access"), while no
+    /// prompt may be shown: ``unavailable(_:detail:)-enum.case``.
+    static func accessNeedsConfirmation(_ key: ItemKey) -> AuthError {
+        .unavailable("the keyring asks a person to confirm access to the item of \(key), and no prompt can be shown; allow access when it asks, or turn the confirmation off in the keyring's settings, or \(hint: .allowUnlockPrompt)")
+    }
+
+    /// The confirmation of access to an item was refused: ``denied(_:)-enum.case``.
+    static func accessNotConfirmed(_ key: ItemKey) -> AuthError {
+        .denied("access to the keyring item of \(key) was not confirmed; nothing was changed")
+    }
+
+    /// A call that waited past its deadline for a person to answer a prompt the service showed
+    /// unasked (KeePassXC's confirmations of access and deletion): ``unavailable(_:detail:)-enum.case``.
+    static func confirmationAwaited(while what: String) -> AuthError {
+        .unavailable("could not \(what): the keyring asks a person to confirm (access, deletion), and nobody did in time; nothing was changed — confirm it when asked, or turn the confirmations off in the keyring's settings")
     }
 }

@@ -45,11 +45,11 @@ public protocol SecretStore: Sendable {
     /// Whether the default collection is locked. Never prompts.
     func isLocked() throws(AuthError) -> Bool
 
-    /// Whether the default collection is locked, and whether `key`'s item exists (`false`
-    /// without a key): what a status read asks, in one round trip where the store can. Never
-    /// prompts. A store that cannot do better answers with ``isLocked()`` and
-    /// ``containsItem(_:)``, which the default implementation calls.
-    func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool)
+    /// Whether the default collection is locked, and — only when it is not — whether `key`'s
+    /// item exists (`nil` when nothing was searched: no key, or a locked collection, which proves
+    /// nothing about its items). What a status read asks. Never prompts. The default
+    /// implementation calls ``isLocked()`` and ``containsItem(_:)``.
+    func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool?)
 
     /// Unlocks the default collection if it is locked: may prompt (if the store allows
     /// prompts), or throws "locked". Lets a caller prompt before it takes the settings lock.
@@ -77,10 +77,18 @@ public protocol SecretStore: Sendable {
 // MARK: - Password hashes
 
 extension SecretStore {
-    /// ``isLocked()``, then ``containsItem(_:)`` when there is a key.
-    public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool) {
+    /// ``isLocked()``, then ``containsItem(_:)`` when there is a key and the collection is unlocked.
+    public func lockState(andContains key: ItemKey?) throws(AuthError) -> (locked: Bool, containsItem: Bool?) {
         let locked = try isLocked()
-        return (locked, try key.map { (key) throws(AuthError) in try containsItem(key) } ?? false)
+        guard !locked, let key else { return (locked, nil) }
+        return (false, try containsItem(key))
+    }
+
+    /// Whether the item is known to be gone: its collection is unlocked and it is not there. A
+    /// locked collection proves nothing (some services list nothing while locked), so an item
+    /// not found in one is not gone. Never prompts.
+    public func itemIsGone(_ key: ItemKey) throws(AuthError) -> Bool {
+        try lockState(andContains: key).containsItem == false
     }
 
     /// Whether `account` has a stored password hash. Never prompts.

@@ -14,8 +14,9 @@ struct DoctorCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let checks = Doctor(service: try global.resolvedService(), settingsDirectory: DesktopEnvironment.current.settingsDirectory,
-                            timeout: global.keyringTimeout ?? 5).run()
+        let environment = DesktopEnvironment.current
+        let checks = Doctor(service: try global.resolvedService(), settingsDirectory: environment.settingsDirectory,
+                            timeout: global.keyringTimeout ?? 5, keyringBackend: environment.keyringBackend).run()
         if json {
             try Output.json(DoctorDocument(checks))
         } else {

@@ -21,6 +21,11 @@ struct Forget: AsyncParsableCommand {
         let controller = try global.makeController()
         let outcome = try await controller.forget(AccountID(validating: account))
         Output.warnings(outcome)
-        if !outcome.events.isEmpty { try Output.line("Signed out of \(controller.service): \(account).") }
+        // Forgetting another account can end a stale session on the way: that line names whose.
+        for event in outcome.events where event.status == .signedOut {
+            let user = event.user?.rawValue ?? ""
+            try Output.line(event.reason == .removed ? "Signed out of \(controller.service): \(user) (its keyring item is gone)."
+                                                     : "Signed out of \(controller.service): \(user).")
+        }
     }
 }

@@ -16,8 +16,10 @@ import Glibc
 enum SharedSandbox {
     private static let instance = Task { () async throws -> DesktopSandbox in
         let sandbox = try await DesktopSandbox.started()
-        // In-process library tests name the sandbox's bus (`busAddress:`); this process's
-        // environment is left alone.
+        // In-process library tests use this sandbox's keyring: the Secret Service is the one
+        // on the process's session bus, as libsecret finds it (it cannot be handed another bus).
+        // Set before any test reaches the session bus: every in-process test awaits this first.
+        setenv("DBUS_SESSION_BUS_ADDRESS", sandbox.busAddress, 1)
         // No tear-down is needed (Swift Testing has none): when the test process exits, the
         // sandbox's supervisor stops the daemons and removes the directory.
         return sandbox
@@ -133,8 +135,11 @@ struct Scenario {
     }
 
     /// The controller of the library, wired to the real keyring and this scenario's settings.
-    func controller(settings: (any SettingsStore)? = nil) -> AuthController {
-        AuthController(service: serviceName, keyring: SecretServiceStore(promptAllowed: false, busAddress: sandbox.busAddress),
+    /// The keyring is the process's session bus's: only the shared sandbox's scenarios have one.
+    func controller(settings: (any SettingsStore)? = nil) async throws -> AuthController {
+        #expect(sandbox.busAddress == (try await SharedSandbox.get()).busAddress,
+                "an in-process controller's keyring is the process's session bus: the shared sandbox's")
+        return AuthController(service: serviceName, keyring: SecretServiceStore(promptAllowed: false),
                        settings: settings ?? KeyFileSettingsStore(directory: settingsDirectory),
                        hasher: Argon2idHasher(), broadcaster: DBusBroadcaster(busAddress: sandbox.busAddress))
     }

@@ -1,0 +1,143 @@
+internal import CGLib
+internal import CLibsecret
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Adapters over libsecret-1 (loaded by the first call, see `CLibsecret/shim.h`), one per
+/// operation authctl hands it: storing, searching with an unlock, reading a locked item's secret,
+/// deleting, unlocking. libsecret performs every prompt the service returns — KeePassXC's for each
+/// new item, its confirmations of access and deletion, any service's unlock prompt — negotiates
+/// its sessions, and serves its file keyring when `SECRET_BACKEND=file` (as inside Flatpak and
+/// Snap). It always talks on the process's session bus: its `SecretService` is made for the bus
+/// type, not for a connection of the caller's.
+///
+/// Every call blocks its thread (libsecret's `_sync` functions run a main loop of their own) until
+/// the answer comes or the deadline cancels it, which dismisses a prompt that is showing.
+enum Libsecret {
+    /// libsecret is there, or the error that says which package brings it.
+    static func load() throws(AuthError) {
+        guard authctl_secret_load() == 0 else {
+            throw .unavailable("libsecret-1 is not installed, and authctl stores, deletes and unlocks keyring items through it; install the Debian package libsecret-1-0")
+        }
+    }
+
+    /// The list libsecret answered a search with, owned: freed when the last of its items goes.
+    fileprivate final class List {
+        let pointer: UnsafeMutablePointer<GList>?
+        init(taking pointer: UnsafeMutablePointer<GList>?) { self.pointer = pointer }
+        deinit { authctl_secret_items_free(pointer) }
+    }
+
+    /// One item libsecret found, with what the search learnt of it.
+    struct Item {
+        /// Keeps the list, and so the item, alive.
+        private let list: List
+        fileprivate let pointer: OpaquePointer
+        /// Its D-Bus object path; `nil` in libsecret's file keyring.
+        let path: String?
+        /// Whether the service keeps it locked (its collection is, or the item asks for a
+        /// confirmation of access, as KeePassXC's do).
+        let locked: Bool
+        let attributes: [String: String]
+        /// What a keyring manager shows for it.
+        var label: String { takeString(authctl_secret_item_label(pointer)) ?? "" }
+
+        fileprivate init(_ pointer: OpaquePointer, in list: List) {
+            self.list = list
+            self.pointer = pointer
+            path = authctl_secret_item_path(pointer).map { String(cString: $0) }
+            locked = authctl_secret_item_locked(pointer) != 0
+            attributes = Libsecret.attributes(of: pointer)
+        }
+    }
+
+    private static func attributes(of item: OpaquePointer) -> [String: String] {
+        final class Collected { var attributes: [String: String] = [:] }
+        let collected = Collected()
+        withExtendedLifetime(collected) {
+            authctl_secret_item_each_attribute(item, { name, value, data in
+                guard let name, let value, let data else { return }
+                Unmanaged<Collected>.fromOpaque(data).takeUnretainedValue().attributes[String(cString: name)] = String(cString: value)
+            }, Unmanaged.passUnretained(collected).toOpaque())
+        }
+        return collected.attributes
+    }
+
+    /// Every item whose attributes include `attributes` (not matched by schema), unlocking locked
+    /// ones first when `unlock` (a prompt; a dismissed one leaves them locked, and is not an error).
+    /// The corresponding C function is `secret_password_searchv_sync`.
+    static func search(_ attributes: [(String, String)], unlock: Bool, _ deadline: Deadline) throws(GLibError) -> [Item] {
+        let list = List(taking: try withAttributes(attributes) { names, values, count throws(GLibError) in
+            try withGError { authctl_secret_search(names, values, count, unlock ? 1 : 0, deadline.cancellable, $0) }
+        })
+        var items: [Item] = []
+        var node = list.pointer
+        while let current = node {
+            items.append(Item(OpaquePointer(current.pointee.data!), in: list))
+            node = current.pointee.next
+        }
+        return items
+    }
+
+    /// The item's secret. The corresponding C function is `secret_retrievable_retrieve_secret_sync`.
+    static func secret(of item: Item, _ deadline: Deadline) throws(GLibError) -> [UInt8] {
+        var bytes: UnsafeMutablePointer<guint8>?
+        var length: gsize = 0
+        _ = try withGError { authctl_secret_item_secret(item.pointer, &bytes, &length, deadline.cancellable, $0) }
+        defer { authctl_secret_wipe_free(bytes, length) }
+        guard let bytes else { return [] }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
+    }
+
+    /// Stores `secret` as an item of `schema` with `attributes` (and `xdg:schema`), in the
+    /// collection at `collection` (`nil`: the default), performing any prompt the service
+    /// returns. The service's own `replace` applies, which implementations read differently: the
+    /// caller deals with other items of the same attributes. The corresponding C function is
+    /// `secret_password_storev_binary_sync`.
+    static func store(_ secret: [UInt8], contentType: String, schema: String, attributes: [(String, String)], collection: String?,
+                      label: String, _ deadline: Deadline) throws(GLibError) {
+        _ = try withAttributes(attributes) { names, values, count throws(GLibError) in
+            try secret.withUnsafeBufferPointer { bytes throws(GLibError) in
+                try withGError {
+                    authctl_secret_store(schema, names, values, count, collection, label, bytes.baseAddress, gsize(bytes.count), contentType,
+                                         deadline.cancellable, $0)
+                }
+            }
+        }
+    }
+
+    /// Deletes the item, performing any prompt the service returns (KeePassXC may ask a person to
+    /// confirm). The corresponding C functions are `secret_item_delete_sync`, and for the file
+    /// keyring `secret_password_clearv_sync`.
+    static func delete(_ item: Item, _ deadline: Deadline) throws(GLibError) {
+        _ = try withGError { authctl_secret_item_delete(item.pointer, deadline.cancellable, $0) }
+    }
+
+    /// Unlocks the collection or item at `path` through the service's prompt; `false` when the
+    /// prompt was dismissed. The corresponding C function is `secret_service_unlock_dbus_paths_sync`.
+    static func unlock(_ path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
+        try withGError { authctl_secret_unlock(path, deadline.cancellable, $0) } > 0
+    }
+
+    /// Counts the prompts this process shows on `connection` from now on (see ``promptsShown``).
+    static func watchPrompts(on connection: GDBus.Connection) {
+        authctl_secret_watch_prompts(connection.pointer)
+    }
+
+    /// How many prompts this process has shown: a call whose deadline passed after one was shown
+    /// waited for a person. The corresponding C functions are `g_dbus_connection_add_filter`'s.
+    static var promptsShown: UInt32 { authctl_secret_prompts_shown() }
+
+    private static func withAttributes<T>(_ attributes: [(String, String)],
+                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>, UnsafePointer<UnsafePointer<CChar>?>, guint) throws(GLibError) -> T) throws(GLibError) -> T {
+        let names = attributes.map { strdup($0.0) }, values = attributes.map { strdup($0.1) }
+        defer { for pointer in names + values { free(pointer) } }
+        let constNames = names.map { UnsafePointer($0) }, constValues = values.map { UnsafePointer($0) }
+        return try constNames.withUnsafeBufferPointer { namePointers throws(GLibError) in
+            try constValues.withUnsafeBufferPointer { valuePointers throws(GLibError) in
+                try body(namePointers.baseAddress!, valuePointers.baseAddress!, guint(attributes.count))
+            }
+        }
+    }
+}
