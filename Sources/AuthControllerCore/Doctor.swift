@@ -12,6 +12,10 @@ public struct Doctor: Sendable {
         public var fix: AuthError.Message?
         /// The failure the check found, whose family a front end reports; `nil` when the check passed.
         public var failure: AuthError?
+        /// On the `secret-service` check: the program that serves the Secret Service
+        /// (`gnome-keyring-daemon`, `kwalletd5`, `keepassxc`, the bus name when its process cannot
+        /// be read, or `libsecret file keyring`).
+        public var implementation: String?
 
         /// Whether the check passed.
         public var ok: Bool { failure == nil }
@@ -25,16 +29,19 @@ public struct Doctor: Sendable {
     public let timeout: Double
     /// Where libsecret keeps items: the session bus's Secret Service, or its file keyring.
     public let keyringBackend: SecretServiceStore.Backend
+    /// The file keyring's path, as libsecret finds it, to name it.
+    public let fileKeyringPath: String?
 
     /// A diagnosis of `service`'s settings in `settingsDirectory` and of the keyring (the session
     /// bus's Secret Service, or libsecret's file keyring), within `timeout` seconds; nothing runs
     /// until ``run()``.
     public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5,
-                keyringBackend: SecretServiceStore.Backend = .secretService) {
+                keyringBackend: SecretServiceStore.Backend = .secretService, fileKeyringPath: String? = nil) {
         self.service = service
         self.settingsDirectory = settingsDirectory
         self.timeout = timeout
         self.keyringBackend = keyringBackend
+        self.fileKeyringPath = fileKeyringPath
     }
 
     /// Runs every check and returns them in order; later keyring checks report "not checked"
@@ -53,16 +60,30 @@ public struct Doctor: Sendable {
         let giveUp = Posix.monotonicSeconds() + budget
         func remaining() -> Double { max(0.05, giveUp - Posix.monotonicSeconds()) }
         var keyringUsable = false
+        var implementation = SecretServiceImplementation.other(SecretServiceCalls.busName)
         let busCheck = self.busCheck(bus, remaining())
         checks.append(busCheck)
-        if busCheck.ok {
-            let service = serviceCheck(bus, remaining())
+        if keyringBackend == .fileKeyring {
+            // No daemon: the file is the keyring, its own collection, unlocked by its master password.
+            implementation = .fileKeyring
+            var file = pass("secret-service", "libsecret's file keyring at \(fileKeyringPath ?? "its default path") (SECRET_BACKEND=file)")
+            file.implementation = implementation.name
+            checks += [file, pass("default-collection", "the file keyring is its own collection"),
+                       pass("collection-unlocked", "the file keyring opens with its master password")]
+            keyringUsable = true
+        } else if busCheck.ok {
+            var service = serviceCheck(bus, remaining())
+            if service.ok, let owner = SecretServiceImplementation.owner(on: bus, timeout: remaining()) {
+                implementation = owner.implementation
+                service.implementation = owner.implementation.name
+                service.detail = service.detail + " (\(owner.implementation.name)\(owner.processID.map { ", pid \($0)" } ?? ""))"
+            }
             checks.append(service)
             if service.ok {
-                let collection = collectionCheck(bus, remaining())
+                let collection = collectionCheck(bus, remaining(), implementation)
                 checks.append(collection)
                 if collection.ok {
-                    let locked = lockedCheck(keyring)
+                    let locked = lockedCheck(keyring, implementation)
                     checks.append(locked)
                     keyringUsable = locked.ok
                 }
@@ -71,7 +92,7 @@ public struct Doctor: Sendable {
         for name in ["secret-service", "default-collection", "collection-unlocked"] where !checks.contains(where: { $0.name == name }) {
             checks.append(notChecked(name, because: checks.first { !$0.ok }))
         }
-        checks.append(keyringUsable ? probeCheck(keyring) : notChecked("store-probe", because: checks.first { !$0.ok }))
+        checks.append(keyringUsable ? probeCheck(keyring, implementation) : notChecked("store-probe", because: checks.first { !$0.ok }))
         checks.append(settings)
         checks.append(hashing)
         return checks
@@ -104,8 +125,8 @@ public struct Doctor: Sendable {
         }
     }
 
-    private func collectionCheck(_ bus: SessionBus, _ seconds: Double) -> Check {
-        let fix: AuthError.Message = "create a default keyring, e.g. a \"Login\" keyring in Seahorse (Passwords and Keys)"
+    private func collectionCheck(_ bus: SessionBus, _ seconds: Double, _ implementation: SecretServiceImplementation) -> Check {
+        let fix = AuthError.Message(implementation.collectionAdvice)
         do throws(AuthError) {
             let path = try bus.call("read the alias `default`", timeout: seconds) { connection, deadline throws(GLibError) in
                 try SecretServiceCalls.readAlias(connection, "default", deadline)
@@ -120,11 +141,13 @@ public struct Doctor: Sendable {
         }
     }
 
-    private func lockedCheck(_ keyring: SecretServiceStore) -> Check {
+    private func lockedCheck(_ keyring: SecretServiceStore, _ implementation: SecretServiceImplementation) -> Check {
         do throws(AuthError) {
             if try keyring.isLocked() {
-                return fail("collection-unlocked", "the default collection is locked",
-                            fix: "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring",
+                let fix: AuthError.Message = implementation == .gnomeKeyring || implementation == .other(SecretServiceCalls.busName)
+                    ? "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring"
+                    : "unlock it: \(implementation.unlockAdvice)"
+                return fail("collection-unlocked", "the default collection is locked", fix: fix,
                             .unavailable("the default collection is locked"))
             }
             return pass("collection-unlocked", "the default collection is unlocked")
@@ -133,20 +156,24 @@ public struct Doctor: Sendable {
         }
     }
 
-    private func probeCheck(_ keyring: SecretServiceStore) -> Check {
+    private func probeCheck(_ keyring: SecretServiceStore, _ implementation: SecretServiceImplementation) -> Check {
         let probeService = ServiceName(rawValue: "io.github.authctl.doctor")!
         let account = AccountID(rawValue: "probe-\(Posix.randomBytes(6).map { String($0, radix: 16) }.joined())")!
+        let fix = AuthError.Message(implementation.storeAdvice)
         do throws(AuthError) {
             try keyring.store("probe", service: probeService, account: account, label: "authctl doctor probe")
+        } catch {
+            return fail("store-probe", "storing a probe item failed: \(error.explanation)", fix: fix, error)
+        }
+        do throws(AuthError) {
             guard try keyring.deleteItem(service: probeService, account: account) else {
-                return fail("store-probe", "a stored probe item could not be found again",
-                            fix: "check the Secret Service provider's logs (`journalctl --user -u gnome-keyring-daemon`)",
-                            .unavailable("probe item missing"))
+                return fail("store-probe", "a stored probe item could not be found again", fix: fix, .unavailable("probe item missing"))
             }
             return pass("store-probe", "an item can be stored and deleted in the default collection")
         } catch {
-            return fail("store-probe", "storing a probe item failed: \(error.explanation)",
-                        fix: "check the Secret Service provider's logs (`journalctl --user -u gnome-keyring-daemon`)", error)
+            // Stored, and left: the person is told which item to remove.
+            return fail("store-probe", "the probe item (service \(probeService), account \(account)) was stored but could not be deleted: \(error.explanation)",
+                        fix: fix + "; then delete the probe item left behind", error)
         }
     }
 

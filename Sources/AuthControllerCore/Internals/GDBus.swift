@@ -149,6 +149,22 @@ extension GDBus {
         return nil
     }
 
+    /// The process id of the connection that owns `name`, as the bus daemon knows it; `nil`
+    /// when the bus does not say. The corresponding D-Bus method is
+    /// `org.freedesktop.DBus.GetConnectionUnixProcessID`.
+    static func connectionOwnerProcessID(_ connection: Connection, of name: String, _ deadline: Deadline) -> UInt32? {
+        let answer = try? withGError {
+            g_dbus_connection_call_sync(connection.pointer, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        "GetConnectionUnixProcessID", variantTuple([g_variant_new_string(name)]), variantType("(u)"),
+                                        G_DBUS_CALL_FLAGS_NONE, GDBus.noTimeout, deadline.cancellable, $0)
+        }
+        guard let reply = answer ?? nil else { return nil }
+        defer { g_variant_unref(reply) }
+        let value = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(value) }
+        return g_variant_get_uint32(value)
+    }
+
     /// A signal as received: its type signature and decoded arguments.
     struct ReceivedSignal: Sendable {
         let signature: String

@@ -194,6 +194,15 @@ package enum Posix {
     }
 
     /// Monotonic time in seconds, for deadlines. The corresponding C function is `clock_gettime`.
+    /// Where the symbolic link at `path` points; `nil` when it cannot be read.
+    /// The corresponding C function is `readlink`.
+    static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     static func monotonicSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

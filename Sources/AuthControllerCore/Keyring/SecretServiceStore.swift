@@ -178,7 +178,7 @@ public struct SecretServiceStore: SecretStore {
         // Nothing found in an unlocked collection: there is nothing.
         if found.locked.isEmpty && !collection.locked { return nil }
         // Locked: the collection (which may hide its items, as KeePassXC's does), or the item.
-        guard promptAllowed else { throw collection.locked ? .keyringLocked : .accessNeedsConfirmation(key) }
+        guard promptAllowed else { throw collection.locked ? lockedError() : .accessNeedsConfirmation(key) }
         let items = try libsecretItems(of: key, unlocking: true)
         guard let item = items.first(where: { !$0.locked }) else {
             if items.isEmpty { return nil }
@@ -309,6 +309,14 @@ public struct SecretServiceStore: SecretStore {
         }
     }
 
+    /// "Locked", with the advice that fits the program that serves the Secret Service (KWallet
+    /// reports its wallet locked after every login until a program asks it to unlock).
+    private func lockedError() -> AuthError {
+        guard let owner = SecretServiceImplementation.owner(on: bus, timeout: callTimeout)?.implementation,
+              owner == .kwallet || owner == .keePassXC else { return .keyringLocked }
+        return .unavailable("the keyring is locked and no unlock prompt can be shown; \(owner.unlockAdvice), or \(hint: .allowUnlockPrompt)")
+    }
+
     /// The default collection's own path for an undo (libsecret would otherwise write through the
     /// alias); `nil` for the file keyring, or when it cannot be read, which leaves the alias.
     private func undoCollection() -> String? {
@@ -346,7 +354,7 @@ public struct SecretServiceStore: SecretStore {
     private func unlockedDefaultCollection() throws(AuthError) -> String {
         let collection = try defaultCollection()
         guard collection.locked else { return collection.path }
-        guard promptAllowed else { throw .keyringLocked }
+        guard promptAllowed else { throw lockedError() }
         let unlocked = try libsecret("unlock the keyring", timeout: promptTimeout) { deadline throws(GLibError) in
             try Libsecret.unlock(collection.path, deadline)
         }
@@ -400,7 +408,7 @@ public struct SecretServiceStore: SecretStore {
             if deadline.expired && Libsecret.promptsShown != promptsBefore {
                 throw .confirmationAwaited(while: what)
             }
-            if error.isSecretServiceLocked { throw promptAllowed ? .unlockDismissed : .keyringLocked }
+            if error.isSecretServiceLocked { throw promptAllowed ? .unlockDismissed : lockedError() }
             throw ErrorMap.authError(error, from: .secretService, while: what, deadline: deadline)
         }
     }

@@ -16,7 +16,8 @@ struct DoctorCommand: ParsableCommand {
     func run() throws {
         let environment = DesktopEnvironment.current
         let checks = Doctor(service: try global.resolvedService(), settingsDirectory: environment.settingsDirectory,
-                            timeout: global.keyringTimeout ?? 5, keyringBackend: environment.keyringBackend).run()
+                            timeout: global.keyringTimeout ?? 5, keyringBackend: environment.keyringBackend,
+                            fileKeyringPath: FileKeyring.path).run()
         if json {
             try Output.json(DoctorDocument(checks))
         } else {
@@ -25,5 +26,16 @@ struct DoctorCommand: ParsableCommand {
             }
         }
         if let failure = checks.first(where: { !$0.ok })?.failure { throw ExitCode(failure.exitCode) }
+    }
+}
+
+/// Where libsecret keeps its file keyring, as libsecret finds it: `SECRET_FILE_TEST_PATH` outside a
+/// sandbox, else `default.keyring` in the user's data folder's `keyrings`.
+enum FileKeyring {
+    static var path: String {
+        if let path = ProcessEnvironment.value("SECRET_FILE_TEST_PATH") { return path }
+        let data = ProcessEnvironment.value("XDG_DATA_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/") + "/.local/share"
+        return data + "/keyrings/default.keyring"
     }
 }

@@ -111,6 +111,8 @@ struct DoctorDocument: Encodable {
         var ok: Bool
         var detail: String
         @Nullable var fix: String?
+        /// On the `secret-service` check only.
+        var implementation: String?
     }
 
     var ok: Bool
@@ -118,7 +120,8 @@ struct DoctorDocument: Encodable {
 
     init(_ checks: [Doctor.Check]) {
         ok = checks.allSatisfy(\.ok)
-        self.checks = checks.map { Check(name: $0.name, ok: $0.ok, detail: Output.words($0.detail), fix: $0.fix.map(Output.words)) }
+        self.checks = checks.map { Check(name: $0.name, ok: $0.ok, detail: Output.words($0.detail), fix: $0.fix.map(Output.words),
+                                            implementation: $0.implementation) }
     }
 }
 
