@@ -48,6 +48,8 @@ extension AuthController {
     /// Checks `password` against the signed-in account's hash, upgrading a weak one.
     func verifyLocally(_ password: Password) throws(AuthError) -> ChangeOutcome {
         let current = try status()
+        // Any unlock prompt comes now: a locked keyring answers the status from the settings alone.
+        if current.keyringLocked { try keyring.unlock() }
         guard let account = current.user,
               let stored = try keyring.secret(service: service, account: account) else {
             throw .notSignedIn("nobody is signed in to \(service)")

@@ -19,7 +19,8 @@ typedef struct _SecretValue SecretValue;
 typedef struct _SecretService SecretService;
 enum { SECRET_SCHEMA_DONT_MATCH_NAME = 1 << 1 };
 enum { SECRET_SEARCH_ALL = 1 << 1, SECRET_SEARCH_UNLOCK = 1 << 2 };
-enum { SECRET_SERVICE_NONE = 0 };
+enum { SECRET_SERVICE_NONE = 0, SECRET_SERVICE_OPEN_SESSION = 1 << 1 };
+enum { SECRET_ITEM_CREATE_NONE = 0 };
 
 static struct {
     gboolean (*storev_binary_sync)(const SecretSchema *, GHashTable *, const gchar *, const gchar *, SecretValue *,
@@ -37,6 +38,8 @@ static struct {
     void (*value_unref)(gpointer);
     SecretService *(*service_get_sync)(int, GCancellable *, GError **);
     gint (*service_unlock_dbus_paths_sync)(SecretService *, const gchar **, GCancellable *, gchar ***, GError **);
+    gchar *(*service_create_item_dbus_path_sync)(SecretService *, const gchar *, GHashTable *, SecretValue *, int, GCancellable *,
+                                                 GError **);
     GQuark (*error_get_quark)(void);
 } secret;
 
@@ -61,6 +64,7 @@ static void load(void) {
     SYMBOL(value_unref, "secret_value_unref")
     SYMBOL(service_get_sync, "secret_service_get_sync")
     SYMBOL(service_unlock_dbus_paths_sync, "secret_service_unlock_dbus_paths_sync")
+    SYMBOL(service_create_item_dbus_path_sync, "secret_service_create_item_dbus_path_sync")
     SYMBOL(error_get_quark, "secret_error_get_quark")
 #undef SYMBOL
     loaded = 0;
@@ -100,6 +104,27 @@ gboolean authctl_secret_store(const char *schema_name, const char *const *names,
     secret.value_unref(value);
     g_hash_table_unref(attributes);
     return stored;
+}
+
+gchar *authctl_secret_create_item(const char *collection, const char *schema_name, const char *const *names,
+                                  const char *const *values, guint count, const char *label, const guint8 *bytes, gsize length,
+                                  const char *content_type, GCancellable *cancellable, GError **error) {
+    SecretService *service = secret.service_get_sync(SECRET_SERVICE_OPEN_SESSION, cancellable, error);
+    if (!service) return NULL;
+    GVariantBuilder attributes;
+    g_variant_builder_init(&attributes, G_VARIANT_TYPE("a{ss}"));
+    for (guint i = 0; i < count; i++) g_variant_builder_add(&attributes, "{ss}", names[i], values[i]);
+    g_variant_builder_add(&attributes, "{ss}", "xdg:schema", schema_named(schema_name)->name);
+    GHashTable *properties = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_variant_unref);
+    g_hash_table_insert(properties, "org.freedesktop.Secret.Item.Label", g_variant_ref_sink(g_variant_new_string(label)));
+    g_hash_table_insert(properties, "org.freedesktop.Secret.Item.Attributes", g_variant_ref_sink(g_variant_builder_end(&attributes)));
+    SecretValue *value = secret.value_new((const gchar *)bytes, (gssize)length, content_type);
+    gchar *path = secret.service_create_item_dbus_path_sync(service, collection, properties, value, SECRET_ITEM_CREATE_NONE,
+                                                            cancellable, error);
+    secret.value_unref(value);
+    g_hash_table_unref(properties);
+    g_object_unref(service);
+    return path;
 }
 
 GList *authctl_secret_search(const char *const *names, const char *const *values, guint count, gboolean unlock,

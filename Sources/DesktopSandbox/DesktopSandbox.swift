@@ -142,6 +142,13 @@ public final class DesktopSandbox: Sendable {
         }
     }
 
+    /// Adds a process the caller started in the sandbox (a keyring daemon of another kind, say):
+    /// it is stopped with the daemons — its process group gets SIGTERM, then SIGKILL — even when
+    /// this process dies. Start it as the leader of a process group of its own.
+    public func supervise(processID: Int32) {
+        supervisor.stop(daemon: processID)
+    }
+
     /// Stops the daemons (SIGTERM, SIGKILL after a second), waits for them, and removes the
     /// directory unless it was to be kept. Calling it again does nothing.
     public func stop() async {

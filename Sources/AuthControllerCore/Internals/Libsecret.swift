@@ -107,6 +107,22 @@ enum Libsecret {
         }
     }
 
+    /// Creates a new item of `schema` with `attributes` (and `xdg:schema`) in the collection at
+    /// `collection`, never replacing one, performing any prompt the service returns; returns its
+    /// object path. The corresponding C function is `secret_service_create_item_dbus_path_sync`.
+    static func createItem(_ secret: [UInt8], contentType: String, schema: String, attributes: [(String, String)], collection: String,
+                           label: String, _ deadline: Deadline) throws(GLibError) -> String {
+        let path = try withAttributes(attributes) { names, values, count throws(GLibError) in
+            try secret.withUnsafeBufferPointer { bytes throws(GLibError) in
+                try withGError {
+                    authctl_secret_create_item(collection, schema, names, values, count, label, bytes.baseAddress, gsize(bytes.count),
+                                               contentType, deadline.cancellable, $0)
+                }
+            }
+        }
+        return takeString(path) ?? ""
+    }
+
     /// Deletes the item, performing any prompt the service returns (KeePassXC may ask a person to
     /// confirm). The corresponding C functions are `secret_item_delete_sync`, and for the file
     /// keyring `secret_password_clearv_sync`.

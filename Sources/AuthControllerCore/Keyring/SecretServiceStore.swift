@@ -124,13 +124,14 @@ public struct SecretServiceStore: SecretStore {
                 try Libsecret.search(query, unlock: false, deadline).map(\.attributes)
             }
         } else {
-            if try isLocked() { throw .keyringLockedForListing }
+            if try isLocked() { throw lockedError(listing: true) }
             let found = try bus.call("search the keyring", timeout: callTimeout) { [query] connection, deadline throws(GLibError) in
                 try SecretServiceCalls.searchItems(connection, attributes: query, deadline)
             }
-            if !found.locked.isEmpty { throw .keyringLockedForListing }
+            // Items locked on their own (KeePassXC's, until a person allows access) show their
+            // attributes in an unlocked collection: listing them needs no confirmation.
             attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
-                try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked, deadline)
+                try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked + found.locked, deadline)
             }
         }
         // Password items have no `server`; items deleted since the search (`nil`) are not there;
@@ -155,6 +156,13 @@ public struct SecretServiceStore: SecretStore {
                 try Libsecret.secret(of: item, deadline)
             }
         }
+        // The lock state first: a locked collection may hide its items (KeePassXC's answers an
+        // empty search), or hold a search behind its unlock dialog (KeePassXC's by default).
+        let collection = try defaultCollection()
+        if collection.locked {
+            guard promptAllowed else { throw lockedError() }
+            try unlockedDefaultCollection()
+        }
         let found: (unlocked: [String], locked: [String])
         if key.server != nil {
             // A token item is found exactly by its attributes: search and read in one go.
@@ -174,15 +182,14 @@ public struct SecretServiceStore: SecretStore {
                 }
             }
         }
-        let collection = try defaultCollection()
         // Nothing found in an unlocked collection: there is nothing.
-        if found.locked.isEmpty && !collection.locked { return nil }
-        // Locked: the collection (which may hide its items, as KeePassXC's does), or the item.
-        guard promptAllowed else { throw collection.locked ? lockedError() : .accessNeedsConfirmation(key) }
+        if found.locked.isEmpty { return nil }
+        // Locked on its own: the item asks a person to confirm access (KeePassXC's).
+        guard promptAllowed else { throw .accessNeedsConfirmation(key) }
         let items = try libsecretItems(of: key, unlocking: true)
         guard let item = items.first(where: { !$0.locked }) else {
             if items.isEmpty { return nil }
-            throw collection.locked ? .unlockDismissed : .accessNotConfirmed(key)
+            throw .accessNotConfirmed(key)
         }
         return try libsecret("read the secret of \(key)", timeout: promptTimeout) { deadline throws(GLibError) in
             try Libsecret.secret(of: item, deadline)
@@ -191,38 +198,59 @@ public struct SecretServiceStore: SecretStore {
 
     // MARK: - Writes
 
-    /// Stores the secret through libsecret in the default collection (at its own object path),
-    /// then finds the item again by its attributes and reads its secret back: a service that
-    /// accepted the item but kept nothing is an error here, before the caller changes anything
-    /// else. Every other item of the same key is deleted afterwards, whatever the service made of
-    /// `CreateItem`'s `replace`: exactly one item per key. Blocks; unlocks the collection first,
-    /// which may prompt.
+    /// Stores the secret through libsecret as a new item of the default collection (at its own
+    /// object path), then finds it again by its attributes and reads its secret back: a service
+    /// that accepted the item but kept nothing is an error here, before the caller changes
+    /// anything else. Then every other item of the key is deleted: exactly one item per key,
+    /// without `CreateItem`'s `replace`, which services read differently (gnome-keyring and KWallet
+    /// replace an item whose attributes include the new ones, KWallet dropping the rest; KeePassXC
+    /// 2.7.4 asks a person before it replaces another program's item). libsecret's file keyring
+    /// replaces an item of the same attributes itself. Blocks; unlocks the collection first, which
+    /// may prompt.
     public func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
-        let collection = backend == .fileKeyring ? nil : try unlockedDefaultCollection()
-        // What a write whose deadline passed is undone to; unreadable, it is undone by deleting.
-        let previous = try? self.secret(key)
-        do {
-            try libsecret("store the secret of \(key)", timeout: promptAllowed ? promptTimeout : callTimeout) { deadline throws(GLibError) in
-                try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: collection,
-                                    label: label, deadline)
+        let timeout = promptAllowed ? promptTimeout : callTimeout
+        let created: String?
+        if backend == .fileKeyring {
+            // What a write whose deadline passed is undone to: the file keyring replaces in place.
+            let previous = try? self.secret(key)
+            do {
+                try libsecret("store the secret of \(key)", timeout: timeout) { deadline throws(GLibError) in
+                    try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: nil,
+                                        label: label, deadline)
+                }
+            } catch {
+                if case .temporaryFailure = error { undoLateStore(of: key, written: secret, previous: previous, contentType: contentType, label: label) }
+                throw error
             }
-        } catch {
-            if case .temporaryFailure = error { undoLateStore(of: key, written: secret, previous: previous, contentType: contentType, label: label) }
-            throw error
+            created = nil
+        } else {
+            let collection = try unlockedDefaultCollection()
+            do {
+                created = try libsecret("store the secret of \(key)", timeout: timeout) { deadline throws(GLibError) in
+                    try Libsecret.createItem(secret, contentType: contentType, schema: key.schema, attributes: key.attributes,
+                                             collection: collection, label: label, deadline)
+                }
+            } catch {
+                if case .temporaryFailure = error { undoLateStore(of: key, written: secret, previous: nil, contentType: contentType, label: label) }
+                throw error
+            }
         }
-        let items = try libsecretItems(of: key, unlocking: promptAllowed)
-        var kept: Libsecret.Item?
-        for item in items where !item.locked && kept == nil {
-            let stored = try libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+        let items = try libsecretItems(of: key)
+        let kept = items.first { item in
+            guard created == nil || item.path == created, !item.locked else { return false }
+            return (try? libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
                 try Libsecret.secret(of: item, deadline)
-            }
-            if stored == secret { kept = item }
+            }) == secret
         }
         guard let kept else {
-            throw .unavailable("the Secret Service accepted the item of \(key) but did not keep it; check that its collection takes new items (KeePassXC: a group exposed to the Secret Service)")
+            // Whatever the service made of the new item, it goes: a failed write changes nothing.
+            for item in items where created != nil && item.path == created {
+                _ = try? libsecret("delete the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
+            }
+            throw .unavailable("the Secret Service accepted the item of \(key) but did not keep it; nothing was changed — check that its collection takes new items (KeePassXC: a group exposed to other programs)")
         }
         for duplicate in items where duplicate.path != kept.path || duplicate.attributes != kept.attributes {
-            try libsecret("delete a duplicate item of \(key)", timeout: promptAllowed ? promptTimeout : callTimeout) { deadline throws(GLibError) in
+            try libsecret("delete another item of \(key)", timeout: timeout) { deadline throws(GLibError) in
                 try Libsecret.delete(duplicate, deadline)
             }
         }
@@ -247,7 +275,13 @@ public struct SecretServiceStore: SecretStore {
             if found.unlocked.isEmpty && found.locked.isEmpty && !collection.locked { return false }
             if collection.locked { try unlockedDefaultCollection() }
         }
-        let items = try libsecretItems(of: key)
+        var items = try libsecretItems(of: key)
+        if items.contains(where: \.locked) {
+            // Items locked on their own ask a person to confirm access, deleting them too.
+            guard promptAllowed else { throw .accessNeedsConfirmation(key) }
+            items = try libsecretItems(of: key, unlocking: true)
+            if items.contains(where: \.locked) { throw .accessNotConfirmed(key) }
+        }
         for item in items {
             let saved = item.locked ? nil : try? libsecret("read the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
                 try Libsecret.secret(of: item, deadline)
@@ -281,7 +315,8 @@ public struct SecretServiceStore: SecretStore {
     // connection's calls in order, so the undo sees the write if the write was made at all. It is
     // best effort, with a deadline of its own of at least 5 s: its failure leaves the first error.
 
-    /// Puts `previous` back, or deletes the item holding `written` when there was none.
+    /// Deletes the item holding `written`, or where the write replaced an item (the file keyring's),
+    /// puts `previous` back.
     private func undoLateStore(of key: ItemKey, written: [UInt8], previous: [UInt8]?, contentType: String, label: String) {
         let timeout = max(callTimeout, 5)
         guard let items = try? libsecretItems(of: key, timeout: timeout) else { return }
@@ -311,9 +346,10 @@ public struct SecretServiceStore: SecretStore {
 
     /// "Locked", with the advice that fits the program that serves the Secret Service (KWallet
     /// reports its wallet locked after every login until a program asks it to unlock).
-    private func lockedError() -> AuthError {
+    private func lockedError(listing: Bool = false) -> AuthError {
         guard let owner = SecretServiceImplementation.owner(on: bus, timeout: callTimeout)?.implementation,
-              owner == .kwallet || owner == .keePassXC else { return .keyringLocked }
+              owner == .kwallet || owner == .keePassXC else { return listing ? .keyringLockedForListing : .keyringLocked }
+        if listing { return .unavailable("the keyring is locked, so account ids cannot be listed; \(owner.unlockAdvice) and try again") }
         return .unavailable("the keyring is locked and no unlock prompt can be shown; \(owner.unlockAdvice), or \(hint: .allowUnlockPrompt)")
     }
 

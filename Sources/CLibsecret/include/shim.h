@@ -28,6 +28,15 @@ gboolean authctl_secret_store(const char *schema_name, const char *const *names,
                               const char *collection, const char *label, const guint8 *secret, gsize length,
                               const char *content_type, GCancellable *cancellable, GError **error);
 
+/// `secret_service_create_item_dbus_path_sync`: a new item in the collection at `collection` (an
+/// object path), never replacing one (`CreateItem`'s `replace` means different things to different
+/// services, and KeePassXC 2.7.4 asks a person before it replaces another client's item), with the
+/// label, the attributes and `xdg:schema` = `schema_name`, performing any prompt the service
+/// returns. The new item's object path (free with `g_free`), or NULL with `error` set.
+gchar *authctl_secret_create_item(const char *collection, const char *schema_name, const char *const *names,
+                                  const char *const *values, guint count, const char *label, const guint8 *secret, gsize length,
+                                  const char *content_type, GCancellable *cancellable, GError **error);
+
 /// `secret_password_searchv_sync` by the attributes alone (never by schema), every match
 /// (`SECRET_SEARCH_ALL`), with `SECRET_SEARCH_UNLOCK` when `unlock` (which may prompt). The list
 /// holds `AuthctlSecretItem`s; free it with `authctl_secret_items_free`.

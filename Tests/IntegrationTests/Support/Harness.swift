@@ -125,6 +125,10 @@ struct Scenario {
 
     /// `secret-tool` (libsecret-tools) against the same keyring.
     func secretTool(_ arguments: String..., stdin: String? = nil) async throws -> Run {
+        try await secretTool(arguments, stdin: stdin)
+    }
+
+    func secretTool(_ arguments: [String], stdin: String? = nil) async throws -> Run {
         try await runProcess(try which("secret-tool", package: "libsecret-tools"), arguments, input: stdin.map { Array($0.utf8) },
                        environment: environment, timeout: 30)
     }
