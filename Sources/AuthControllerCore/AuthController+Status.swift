@@ -19,8 +19,14 @@ extension AuthController {
         var status = LoginStatus(service: service, sequence: record.sequence, keyringLocked: locked)
         status.server = record.binding?.server
         let signedIn: AccountID?
-        if locked { signedIn = record.user }
-        else if let itemExists { signedIn = itemExists ? record.user : nil } else { signedIn = try signedInAccount(in: record) }
+        if locked {
+            signedIn = record.user
+        } else if let itemExists {
+            signedIn = itemExists ? record.user : nil
+        } else {
+            // The lock state was just read: one search (serve re-reads hundreds of services this way).
+            signedIn = try record.user.flatMap { (user) throws(AuthError) in try keyring.containsItem(itemKey(user, in: record)) ? user : nil }
+        }
         // A bound session also ends when its known end has passed (see `sessionHasEnded`).
         guard let user = signedIn, !sessionHasEnded(record) else { return status }
         status.user = user

@@ -283,7 +283,8 @@ public struct SecretServiceStore: SecretStore {
             if items.contains(where: \.locked) { throw .accessNotConfirmed(key) }
         }
         for item in items {
-            let saved = item.locked ? nil : try? libsecret("read the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+            // Read first, so that a delete carried out after its deadline can be undone.
+            let saved = item.locked ? nil : try libsecret("read the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
                 try Libsecret.secret(of: item, deadline)
             }
             do {
