@@ -18,7 +18,7 @@ typedef struct {
 typedef struct _SecretValue SecretValue;
 typedef struct _SecretService SecretService;
 enum { SECRET_SCHEMA_DONT_MATCH_NAME = 1 << 1 };
-enum { SECRET_SEARCH_ALL = 1 << 1, SECRET_SEARCH_UNLOCK = 1 << 2 };
+enum { SECRET_SEARCH_ALL = 1 << 1 };
 enum { SECRET_SERVICE_NONE = 0, SECRET_SERVICE_OPEN_SESSION = 1 << 1 };
 enum { SECRET_ITEM_CREATE_NONE = 0 };
 
@@ -127,11 +127,10 @@ gchar *authctl_secret_create_item(const char *collection, const char *schema_nam
     return path;
 }
 
-GList *authctl_secret_search(const char *const *names, const char *const *values, guint count, gboolean unlock,
-                             GCancellable *cancellable, GError **error) {
+GList *authctl_secret_search(const char *const *names, const char *const *values, guint count, GCancellable *cancellable,
+                             GError **error) {
     GHashTable *attributes = attribute_table(names, values, count);
-    GList *items = secret.searchv_sync(&password_schema, attributes, SECRET_SEARCH_ALL | (unlock ? SECRET_SEARCH_UNLOCK : 0),
-                                       cancellable, error);
+    GList *items = secret.searchv_sync(&password_schema, attributes, SECRET_SEARCH_ALL, cancellable, error);
     g_hash_table_unref(attributes);
     return items;
 }

@@ -154,6 +154,36 @@ struct SecretServiceImplementationTests {
         #expect(try await scenario.authctl("status").status == 0)
     }
 
+    @Test("KeePassXC asking a person to confirm a deletion: doctor, which never prompts, gives up at its deadline with 69, the fix that fits, and the probe item it left")
+    func keePassXCConfirmsDeletion() async throws {
+        let keyring = try await KeyringUnderTest.start(.keePassXCDefaults, settings: ["KEEPASSXC_RECYCLE_BIN": "False"])
+        defer { Task { await keyring.stop() } }
+        let run = try await keyring.scenario().authctl("doctor")
+        #expect(run.status == 69, "\(run)")
+        #expect(run.seconds < 8, "\(run)")
+        let probe = run.stdout.split(separator: "\n").first { $0.hasPrefix("fail store-probe") }.map(String.init) ?? ""
+        #expect(probe.contains("was stored but could not be deleted"), "\(run)")
+        #expect(probe.contains("asks a person to confirm"), "\(run)")
+        #expect(probe.contains("turn off the confirmations"), "\(run)")
+    }
+
+    @Test("a prompt left open (KeePassXC's confirmation of access, nobody to answer it) ends at the deadline: 75, nothing changed")
+    func promptLeftOpen() async throws {
+        let keyring = try await KeyringUnderTest.start(.keePassXCDefaults)
+        defer { Task { await keyring.stop() } }
+        var scenario = try await keyring.scenario()
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
+        // A display: authctl may let the keyring ask; KeePassXC's dialog then waits, unseen.
+        scenario.extraEnvironment["DISPLAY"] = ":99"
+        let run = try await scenario.authctl(["--keyring-timeout", "2", "sign-out"])
+        #expect(run.status == 75, "\(run)")
+        #expect(run.stderr.contains("did not answer within 2 s"), "\(run)")
+        #expect(run.seconds < 6, "\(run)")
+        #expect(try String(contentsOfFile: scenario.settingsFile, encoding: .utf8) == settings)
+        #expect(try await Self.accountsLibsecretSees(scenario) == ["alice"])
+    }
+
     @Test("libsecret's file keyring needs no Secret Service: without a session bus a change warns that listeners were not notified, and stands")
     func fileKeyringWithoutBus() async throws {
         let keyring = try await KeyringUnderTest.start(.fileKeyring)

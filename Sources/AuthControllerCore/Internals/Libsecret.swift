@@ -64,12 +64,11 @@ enum Libsecret {
         return collected.attributes
     }
 
-    /// Every item whose attributes include `attributes` (not matched by schema), unlocking locked
-    /// ones first when `unlock` (a prompt; a dismissed one leaves them locked, and is not an error).
-    /// The corresponding C function is `secret_password_searchv_sync`.
-    static func search(_ attributes: [(String, String)], unlock: Bool, _ deadline: Deadline) throws(GLibError) -> [Item] {
+    /// Every item whose attributes include `attributes` (not matched by schema), locked or not;
+    /// never prompts. The corresponding C function is `secret_password_searchv_sync`.
+    static func search(_ attributes: [(String, String)], _ deadline: Deadline) throws(GLibError) -> [Item] {
         let list = List(taking: try withAttributes(attributes) { names, values, count throws(GLibError) in
-            try withGError { authctl_secret_search(names, values, count, unlock ? 1 : 0, deadline.cancellable, $0) }
+            try withGError { authctl_secret_search(names, values, count, deadline.cancellable, $0) }
         })
         var items: [Item] = []
         var node = list.pointer

@@ -121,7 +121,7 @@ public struct SecretServiceStore: SecretStore {
         let attributes: [[String: String]?]
         if backend == .fileKeyring {
             attributes = try libsecret("search the keyring", timeout: callTimeout) { deadline throws(GLibError) in
-                try Libsecret.search(query, unlock: false, deadline).map(\.attributes)
+                try Libsecret.search(query, deadline).map(\.attributes)
             }
         } else {
             if try isLocked() { throw lockedError(listing: true) }
@@ -186,14 +186,20 @@ public struct SecretServiceStore: SecretStore {
         if found.locked.isEmpty { return nil }
         // Locked on its own: the item asks a person to confirm access (KeePassXC's).
         guard promptAllowed else { throw .accessNeedsConfirmation(key) }
-        let items = try libsecretItems(of: key, unlocking: true)
-        guard let item = items.first(where: { !$0.locked }) else {
-            if items.isEmpty { return nil }
-            throw .accessNotConfirmed(key)
+        let path = found.locked[0]
+        try unlockItem(at: path, of: key)
+        return try bus.callUnlessGone("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
+            try SecretServiceCalls.secret(connection, item: path, deadline)
         }
-        return try libsecret("read the secret of \(key)", timeout: promptTimeout) { deadline throws(GLibError) in
-            try Libsecret.secret(of: item, deadline)
+    }
+
+    /// Asks the service to unlock one item through libsecret, which shows its prompt (KeePassXC's
+    /// confirmation of access): a dismissed prompt is "not confirmed", a deadline a deadline.
+    private func unlockItem(at path: String, of key: ItemKey) throws(AuthError) {
+        let unlocked = try libsecret("unlock the item of \(key)", timeout: promptTimeout) { deadline throws(GLibError) in
+            try Libsecret.unlock(path, deadline)
         }
+        guard unlocked else { throw .accessNotConfirmed(key) }
     }
 
     // MARK: - Writes
@@ -279,7 +285,8 @@ public struct SecretServiceStore: SecretStore {
         if items.contains(where: \.locked) {
             // Items locked on their own ask a person to confirm access, deleting them too.
             guard promptAllowed else { throw .accessNeedsConfirmation(key) }
-            items = try libsecretItems(of: key, unlocking: true)
+            for item in items where item.locked { if let path = item.path { try unlockItem(at: path, of: key) } }
+            items = try libsecretItems(of: key)
             if items.contains(where: \.locked) { throw .accessNotConfirmed(key) }
         }
         for item in items {
@@ -419,21 +426,21 @@ public struct SecretServiceStore: SecretStore {
         return (found.unlocked.filter { !leftOut.contains($0) }, found.locked.filter { !leftOut.contains($0) })
     }
 
-    /// The key's items as libsecret finds them (by attributes alone), unlocking locked ones first
-    /// when `unlocking` (a prompt). A password key's search leaves out the account's token items.
-    private func libsecretItems(of key: ItemKey, unlocking: Bool = false, includingTokenItems: Bool = false,
-                                timeout: Double? = nil) throws(AuthError) -> [Libsecret.Item] {
-        let found = try libsecret("search the keyring", timeout: timeout ?? (unlocking ? promptTimeout : callTimeout)) { deadline throws(GLibError) in
-            try Libsecret.search(key.attributes, unlock: unlocking, deadline)
+    /// The key's items as libsecret finds them (by attributes alone); never prompts. A password
+    /// key's search leaves out the account's token items.
+    private func libsecretItems(of key: ItemKey, includingTokenItems: Bool = false, timeout: Double? = nil) throws(AuthError) -> [Libsecret.Item] {
+        let found = try libsecret("search the keyring", timeout: timeout ?? callTimeout) { deadline throws(GLibError) in
+            try Libsecret.search(key.attributes, deadline)
         }
         return found.filter { includingTokenItems || $0.attributes["server"] == key.server?.rawValue }
     }
 
     /// Runs a libsecret call under its deadline, after making sure the session bus's connection
     /// has made a method call to the Secret Service (see ``defaultCollection()``): libsecret's
-    /// first message is a property read. A call whose deadline passed while libsecret showed a
-    /// prompt (one the service returned unasked, as KeePassXC's confirmations) waited for a
-    /// person: that is "the keyring asks a person to confirm", not a slow keyring.
+    /// first message is a property read. When no prompt may be shown, a call whose deadline
+    /// passed while libsecret showed one (the service returned it unasked, as KeePassXC's
+    /// confirmations) waited for a person: that is "the keyring asks a person to confirm", not a
+    /// slow keyring.
     private func libsecret<T>(_ what: String, timeout: Double, _ body: (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
         try Libsecret.load()
         if backend == .secretService && !bus.hasCalledSecretService { _ = try defaultCollection() }
@@ -442,7 +449,9 @@ public struct SecretServiceStore: SecretStore {
         do {
             return try body(deadline)
         } catch {
-            if deadline.expired && Libsecret.promptsShown != promptsBefore {
+            // A prompt authctl may show is the person's to answer within the call's deadline: past
+            // it, a deadline (75) like any other.
+            if deadline.expired && Libsecret.promptsShown != promptsBefore && !promptAllowed {
                 throw .confirmationAwaited(while: what)
             }
             if error.isSecretServiceLocked { throw promptAllowed ? .unlockDismissed : lockedError() }

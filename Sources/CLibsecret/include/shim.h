@@ -38,10 +38,10 @@ gchar *authctl_secret_create_item(const char *collection, const char *schema_nam
                                   const char *content_type, GCancellable *cancellable, GError **error);
 
 /// `secret_password_searchv_sync` by the attributes alone (never by schema), every match
-/// (`SECRET_SEARCH_ALL`), with `SECRET_SEARCH_UNLOCK` when `unlock` (which may prompt). The list
-/// holds `AuthctlSecretItem`s; free it with `authctl_secret_items_free`.
-GList *authctl_secret_search(const char *const *names, const char *const *values, guint count, gboolean unlock,
-                             GCancellable *cancellable, GError **error);
+/// (`SECRET_SEARCH_ALL`), locked or not, without unlocking. The list holds `AuthctlSecretItem`s;
+/// free it with `authctl_secret_items_free`.
+GList *authctl_secret_search(const char *const *names, const char *const *values, guint count, GCancellable *cancellable,
+                             GError **error);
 
 void authctl_secret_items_free(GList *items);
 

@@ -50,11 +50,13 @@ struct KeyringUnderTest: Sendable {
     let directory: String
     /// What a command needs beside the sandbox's variables: the file keyring's.
     let environment: [String: String]
+    /// What `keyring-daemon` is told beside the bus (`KEEPASSXC_RECYCLE_BIN`).
+    var daemonSettings: [String: String] = [:]
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("keyrings/keyring-daemon").path
 
     /// Starts `implementation` on a bus of its own.
-    static func start(_ implementation: Implementation) async throws -> KeyringUnderTest {
+    static func start(_ implementation: Implementation, settings: [String: String] = [:]) async throws -> KeyringUnderTest {
         if let package = implementation.package { _ = try which(package.program, package: package.package) }
         let sandbox = try await DesktopSandbox.started(keyring: implementation == .gnomeKeyring)
         let directory = sandbox.directory + "/keyring"
@@ -63,7 +65,8 @@ struct KeyringUnderTest: Sendable {
             environment = ["SECRET_BACKEND": "file", "SECRET_FILE_TEST_PATH": directory + "/default.keyring",
                            "SECRET_FILE_TEST_PASSWORD": "test-password"]
         }
-        let keyring = KeyringUnderTest(implementation: implementation, sandbox: sandbox, directory: directory, environment: environment)
+        let keyring = KeyringUnderTest(implementation: implementation, sandbox: sandbox, directory: directory, environment: environment,
+                                       daemonSettings: settings)
         if let kind = implementation.daemonKind {
             let run = try await keyring.daemon("start", kind)
             guard run.status == 0, let pid = Int32(run.output.split(separator: " ").last ?? "") else {
@@ -108,6 +111,7 @@ struct KeyringUnderTest: Sendable {
     private func daemon(_ action: String, _ kind: String) async throws -> Run {
         var variables = ProcessInfo.processInfo.environment
         for (key, value) in sandbox.environment { variables[key] = value }
+        for (key, value) in daemonSettings { variables[key] = value }
         return try await runProcess(Self.script, [action, kind, directory], input: nil, environment: variables, timeout: 60)
     }
 }
