@@ -64,8 +64,13 @@ extension AuthController {
         let record = try await offload { () throws(AuthError) in try self.settings.read(service: self.service).record }
         guard let binding = newBinding ?? record.binding else {
             if register { throw .usage("\(hint: .registration) needs a service bound to a token server of protocol json\(hint: .bindRegistrationServer)") }
+            // Unlocked first (any prompt comes now): a locked keyring may hide the account's hash, or
+            // hold the search behind its own unlock dialog.
             let isNew = asking
-                ? try await offload { () throws(AuthError) in try !self.keyring.containsItem(service: self.service, account: account) }
+                ? try await offload { () throws(AuthError) in
+                    try self.keyring.unlock()
+                    return try !self.keyring.containsItem(service: self.service, account: account)
+                }
                 : false
             let password = try await provider(PasswordRequest(account: account, isNew: isNew))
             return try await offload { () throws(AuthError) in try self.signInLocally(account: account, name: name, password: password) }
