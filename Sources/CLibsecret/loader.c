@@ -41,6 +41,7 @@ static struct {
     gchar *(*service_create_item_dbus_path_sync)(SecretService *, const gchar *, GHashTable *, SecretValue *, int, GCancellable *,
                                                  GError **);
     GQuark (*error_get_quark)(void);
+    void (*service_disconnect)(void);
 } secret;
 
 static int loaded = -1;
@@ -66,6 +67,7 @@ static void load(void) {
     SYMBOL(service_unlock_dbus_paths_sync, "secret_service_unlock_dbus_paths_sync")
     SYMBOL(service_create_item_dbus_path_sync, "secret_service_create_item_dbus_path_sync")
     SYMBOL(error_get_quark, "secret_error_get_quark")
+    SYMBOL(service_disconnect, "secret_service_disconnect")
 #undef SYMBOL
     loaded = 0;
 }
@@ -202,6 +204,8 @@ gint authctl_secret_unlock(const char *path, GCancellable *cancellable, GError *
     g_object_unref(service);
     return count;
 }
+
+void authctl_secret_disconnect(void) { secret.service_disconnect(); }
 
 static gint prompts_shown;
 static gsize watching;

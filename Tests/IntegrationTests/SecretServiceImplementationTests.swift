@@ -184,6 +184,71 @@ struct SecretServiceImplementationTests {
         #expect(try await Self.accountsLibsecretSees(scenario) == ["alice"])
     }
 
+    @Test("a keyring that dies while its prompt is up: the command still ends at its deadline, 75")
+    func keyringDiesMidPrompt() async throws {
+        let keyring = try await KeyringUnderTest.start(.keePassXCDefaults)
+        defer { Task { await keyring.stop() } }
+        var scenario = try await keyring.scenario()
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        let prompts = try await BusMonitor(scenario, rules: ["type='method_call',interface='org.freedesktop.Secret.Prompt',member='Prompt'"])
+        scenario.extraEnvironment["DISPLAY"] = ":99"
+        let signOut = try await scenario.start(["--keyring-timeout", "3", "sign-out"])
+        // The confirmation of access is showing (libsecret called Prompt): the keyring goes.
+        let shown = await prompts.wait(for: 1, timeout: 30) { $0.member == "Prompt" }
+        #expect(shown.count == 1, "no prompt: \(signOut.stderr)")
+        kill(try #require(keyring.processID), SIGKILL)
+        let run = await signOut.wait(timeout: 30)
+        #expect(run.status == 75, "\(run)")
+        #expect(run.seconds < 12, "\(run)")
+    }
+
+    @Test("a Secret Service that restarted under serve: serve's next change goes through the new one")
+    func serviceRestartsUnderServe() async throws {
+        let keyring = try await KeyringUnderTest.start(.keePassXC)
+        defer { Task { await keyring.stop() } }
+        let scenario = try await keyring.scenario()
+        let (serve, _) = try await scenario.startServe()
+        defer { serve.signal(SIGTERM) }
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        // serve reads the keyring through libsecret for its sign-out: it met the first service.
+        try await scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "pw").expect(0)
+        let first = try await scenario.call("SignOut", scenario.service)
+        #expect(first.status == 0, "\(first)")
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        try await keyring.restart()
+        let second = try await scenario.call("SignOut", scenario.service)
+        #expect(second.status == 0, "\(second)")
+        // Both sign-outs deleted their account's item: the second through the new service.
+        #expect(try await Self.accountsLibsecretSees(scenario).isEmpty)
+    }
+
+    @Test("libsecret's file keyring and processes writing at once: no update lost, none refused")
+    func fileKeyringConcurrentWriters() async throws {
+        let keyring = try await KeyringUnderTest.start(.fileKeyring)
+        defer { Task { await keyring.stop() } }
+        let scenario = try await keyring.scenario()
+        try await scenario.authctl("sign-in", "first", "--password-stdin", stdin: "pw").expect(0)
+        let writers = try await withThrowingTaskGroup(of: Run.self) { group in
+            for index in 0..<6 {
+                group.addTask { await (try scenario.start(["sign-in", "user\(index)", "--password-stdin"], input: Array("pw".utf8))).wait() }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(writers.allSatisfy { $0.status == 0 }, "\(writers.filter { $0.status != 0 })")
+        #expect(try await Self.accountsLibsecretSees(scenario) == ["first"] + (0..<6).map { "user\($0)" })
+    }
+
+    @Test("another tool's item with an account's attributes and more, not a hash, hides nothing: the account's own item is read")
+    func anotherToolsItemHidesNothing() async throws {
+        let keyring = try await KeyringUnderTest.start(.gnomeKeyring)
+        defer { Task { await keyring.stop() } }
+        let scenario = try await keyring.scenario()
+        try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
+        try await scenario.secretTool(["store", "--label", "another tool's", "service", scenario.service, "account", "alice", "origin", "x"],
+                                      stdin: "not a hash").expect(0)
+        try await scenario.authctl("verify", "--password-stdin", stdin: "pw").expect(0)
+    }
+
     @Test("libsecret's file keyring needs no Secret Service: without a session bus a change warns that listeners were not notified, and stands")
     func fileKeyringWithoutBus() async throws {
         let keyring = try await KeyringUnderTest.start(.fileKeyring)

@@ -111,5 +111,11 @@ extension GLibError {
 
 /// `5` rather than `5.0`, `0.5` as is.
 func formatSeconds(_ seconds: Double) -> String {
-    seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
+    if seconds == seconds.rounded() && abs(seconds) < 1e15 { return String(Int64(seconds)) }
+    // A deadline computed from what is left of another (doctor's) reads as 2.35, not 2.3479712190005557.
+    if seconds >= 0.1 && abs(seconds) < 1e15 {
+        let hundredths = (seconds * 100).rounded()
+        return hundredths.truncatingRemainder(dividingBy: 100) == 0 ? String(Int64(hundredths / 100)) : String(hundredths / 100)
+    }
+    return String(seconds)
 }

@@ -1,5 +1,6 @@
 internal import CGLib
 internal import CLibsecret
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,7 @@ enum Libsecret {
     /// libsecret is there, or the error that says which package brings it.
     static func load() throws(AuthError) {
         guard authctl_secret_load() == 0 else {
-            throw .unavailable("libsecret-1 is not installed, and authctl stores, deletes and unlocks keyring items through it; install the Debian package libsecret-1-0")
+            throw .unavailable("libsecret-1 (0.20 or later) could not be loaded, and authctl stores, deletes and unlocks keyring items through it; install the Debian package libsecret-1-0")
         }
     }
 
@@ -135,6 +136,27 @@ enum Libsecret {
         try withGError { authctl_secret_unlock(path, deadline.cancellable, $0) } > 0
     }
 
+    /// Drops libsecret's cached connection to the Secret Service and its cached backend (its file
+    /// keyring's items): the next call starts afresh. The corresponding C function is
+    /// `secret_service_disconnect`.
+    static func disconnect() {
+        authctl_secret_disconnect()
+    }
+
+    /// Runs `body` (a libsecret call) on a thread of its own and waits at most `seconds` for it:
+    /// `nil` when it did not return by then, and the thread is left to it. libsecret heeds its
+    /// cancellable until the service behind a prompt goes away or stops; then its call waits for a
+    /// `Completed` signal that never comes, and a command must still end.
+    static func bounded<T>(by seconds: Double, _ body: @escaping () throws(GLibError) -> T) -> Result<T, GLibError>? {
+        let handoff = BoundedCall(body)
+        DispatchQueue.global().async {
+            handoff.result = Result { () throws(GLibError) in try handoff.body() }
+            handoff.done.signal()
+        }
+        guard handoff.done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return handoff.result
+    }
+
     /// Counts the prompts this process shows on `connection` from now on (see ``promptsShown``).
     static func watchPrompts(on connection: GDBus.Connection) {
         authctl_secret_watch_prompts(connection.pointer)
@@ -155,4 +177,14 @@ enum Libsecret {
             }
         }
     }
+}
+
+/// A libsecret call handed to a thread of its own (see ``Libsecret/bounded(by:_:)``).
+// Sendable: the worker writes `result` before it signals, and the caller reads it only after the
+// wait returned in time; an abandoned worker's result is never read.
+private final class BoundedCall<T>: @unchecked Sendable {
+    var result: Result<T, GLibError>?
+    let body: () throws(GLibError) -> T
+    let done = DispatchSemaphore(value: 0)
+    init(_ body: @escaping () throws(GLibError) -> T) { self.body = body }
 }

@@ -225,7 +225,10 @@ public struct SecretServiceStore: SecretStore {
                                         label: label, deadline)
                 }
             } catch {
-                if case .temporaryFailure = error { undoLateStore(of: key, written: secret, previous: previous, contentType: contentType, label: label) }
+                if case .temporaryFailure = error,
+                   !undoLateStore(of: key, written: secret, previous: previous, contentType: contentType, label: label) {
+                    throw Self.mayStillHappen("store the secret of \(key)", after: error)
+                }
                 throw error
             }
             created = nil
@@ -237,16 +240,29 @@ public struct SecretServiceStore: SecretStore {
                                              collection: collection, label: label, deadline)
                 }
             } catch {
-                if case .temporaryFailure = error { undoLateStore(of: key, written: secret, previous: nil, contentType: contentType, label: label) }
+                if case .temporaryFailure = error,
+                   !undoLateStore(of: key, written: secret, previous: nil, contentType: contentType, label: label) {
+                    throw Self.mayStillHappen("store the secret of \(key)", after: error)
+                }
                 throw error
             }
         }
         let items = try libsecretItems(of: key)
-        let kept = items.first { item in
-            guard created == nil || item.path == created, !item.locked else { return false }
-            return (try? libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
-                try Libsecret.secret(of: item, deadline)
-            }) == secret
+        var kept: Libsecret.Item?
+        for item in items where (created == nil || item.path == created) && !item.locked && kept == nil {
+            // A read that fails is that error, not an item that was not kept; the new item goes.
+            let stored: [UInt8]
+            do {
+                stored = try libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
+                    try Libsecret.secret(of: item, deadline)
+                }
+            } catch {
+                if created != nil {
+                    _ = try? libsecret("delete the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
+                }
+                throw error
+            }
+            if stored == secret { kept = item }
         }
         guard let kept else {
             // Whatever the service made of the new item, it goes: a failed write changes nothing.
@@ -299,7 +315,9 @@ public struct SecretServiceStore: SecretStore {
                     try Libsecret.delete(item, deadline)
                 }
             } catch {
-                if case .temporaryFailure = error, let saved { undoLateDelete(of: key, saved: saved, label: item.label) }
+                if case .temporaryFailure = error, let saved, !undoLateDelete(of: key, saved: saved, label: item.label) {
+                    throw Self.mayStillHappen("delete the item of \(key)", after: error)
+                }
                 throw error
             }
         }
@@ -325,13 +343,15 @@ public struct SecretServiceStore: SecretStore {
 
     /// Deletes the item holding `written`, or where the write replaced an item (the file keyring's),
     /// puts `previous` back.
-    private func undoLateStore(of key: ItemKey, written: [UInt8], previous: [UInt8]?, contentType: String, label: String) {
+    private func undoLateStore(of key: ItemKey, written: [UInt8], previous: [UInt8]?, contentType: String, label: String) -> Bool {
         let timeout = max(callTimeout, 5)
-        guard let items = try? libsecretItems(of: key, timeout: timeout) else { return }
+        guard let items = try? libsecretItems(of: key, timeout: timeout) else { return false }
         for item in items where !item.locked {
-            let stored = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in try Libsecret.secret(of: item, deadline) }
+            guard let stored = try? libsecret("undo a late write", timeout: timeout, { deadline throws(GLibError) in
+                try Libsecret.secret(of: item, deadline)
+            }) else { return false }
             guard stored == written else { continue }
-            _ = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in
+            let undone: Void? = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in
                 if let previous {
                     try Libsecret.store(previous, contentType: contentType, schema: key.schema, attributes: key.attributes,
                                         collection: undoCollection(), label: label, deadline)
@@ -339,17 +359,28 @@ public struct SecretServiceStore: SecretStore {
                     try Libsecret.delete(item, deadline)
                 }
             }
+            if undone == nil { return false }
         }
+        return true
     }
 
     /// Stores `saved` again when the key has no item left.
-    private func undoLateDelete(of key: ItemKey, saved: [UInt8], label: String) {
+    private func undoLateDelete(of key: ItemKey, saved: [UInt8], label: String) -> Bool {
         let timeout = max(callTimeout, 5)
-        guard let remaining = try? libsecretItems(of: key, timeout: timeout), remaining.isEmpty else { return }
-        _ = try? libsecret("undo a late delete", timeout: timeout) { deadline throws(GLibError) in
+        guard let remaining = try? libsecretItems(of: key, timeout: timeout) else { return false }
+        guard remaining.isEmpty else { return true }
+        let undone: Void? = try? libsecret("undo a late delete", timeout: timeout) { deadline throws(GLibError) in
             try Libsecret.store(saved, contentType: key.server == nil ? "text/plain" : "application/json", schema: key.schema,
                                 attributes: key.attributes, collection: undoCollection(), label: label, deadline)
         }
+        return undone != nil
+    }
+
+    /// A write whose deadline passed and whose undo could not be confirmed: the service may still
+    /// carry it out, and saying "nothing was changed" would not be true.
+    private static func mayStillHappen(_ what: String, after error: AuthError) -> AuthError {
+        .temporaryFailure("could not \(what): the Secret Service did not answer in time, and may still carry it out when it does; check in a moment whether it did",
+                          detail: error.detail)
     }
 
     /// "Locked", with the advice that fits the program that serves the Secret Service (KWallet
@@ -423,7 +454,14 @@ public struct SecretServiceStore: SecretStore {
             try SecretServiceCalls.itemsAttributes(connection, paths: paths, deadline)
         }
         let leftOut = Set(zip(paths, attributes).filter { $0.1 == nil || $0.1?["server"] != nil }.map(\.0))
-        return (found.unlocked.filter { !leftOut.contains($0) }, found.locked.filter { !leftOut.contains($0) })
+        // authctl's own items first: a read takes the first, and another tool's item with the same
+        // attributes (not a hash, say) must not hide the account's own.
+        let own = Set(zip(paths, attributes).filter { $0.1?[SecretServiceCalls.schemaAttribute] == key.schema }.map(\.0))
+        func ordered(_ list: [String]) -> [String] {
+            let kept = list.filter { !leftOut.contains($0) }
+            return kept.filter { own.contains($0) } + kept.filter { !own.contains($0) }
+        }
+        return (ordered(found.unlocked), ordered(found.locked))
     }
 
     /// The key's items as libsecret finds them (by attributes alone); never prompts. A password
@@ -441,23 +479,44 @@ public struct SecretServiceStore: SecretStore {
     /// passed while libsecret showed one (the service returned it unasked, as KeePassXC's
     /// confirmations) waited for a person: that is "the keyring asks a person to confirm", not a
     /// slow keyring.
-    private func libsecret<T>(_ what: String, timeout: Double, _ body: (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
+    private func libsecret<T>(_ what: String, timeout: Double, _ body: @escaping (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
         try Libsecret.load()
         if backend == .secretService && !bus.hasCalledSecretService { _ = try defaultCollection() }
-        let promptsBefore = Libsecret.promptsShown
-        let deadline = Deadline(seconds: timeout)
-        do {
-            return try body(deadline)
-        } catch {
-            // A prompt authctl may show is the person's to answer within the call's deadline: past
-            // it, a deadline (75) like any other.
-            if deadline.expired && Libsecret.promptsShown != promptsBefore && !promptAllowed {
-                throw .confirmationAwaited(while: what)
+        // libsecret's file keyring is read once per process and kept: another process's writes since
+        // would go unseen, and this process's would overwrite them. Read afresh for every call.
+        if backend == .fileKeyring { Libsecret.disconnect() }
+        var sentAgain = false
+        while true {
+            let promptsBefore = Libsecret.promptsShown
+            let deadline = Deadline(seconds: timeout)
+            switch Libsecret.bounded(by: timeout + Self.abandonAfter, { () throws(GLibError) in try body(deadline) }) {
+            case .some(.success(let value)):
+                return value
+            case .some(.failure(let error)):
+                // A Secret Service that restarted since libsecret met it: libsecret still calls the
+                // old one (serve and apps outlive a keyring's restart). Once more, on a fresh start;
+                // the call reached no service, so nothing was done twice.
+                if error.isNoOwner && !sentAgain && backend == .secretService {
+                    sentAgain = true
+                    Libsecret.disconnect()
+                    continue
+                }
+                // A prompt authctl may show is the person's to answer within the call's deadline:
+                // past it, a deadline (75) like any other.
+                if deadline.expired && Libsecret.promptsShown != promptsBefore && !promptAllowed {
+                    throw .confirmationAwaited(while: what)
+                }
+                if error.isSecretServiceLocked { throw promptAllowed ? .unlockDismissed : lockedError() }
+                throw ErrorMap.authError(error, from: .secretService, while: what, deadline: deadline)
+            case .none:
+                throw ErrorMap.wentAway(on: .secretService, while: what)
             }
-            if error.isSecretServiceLocked { throw promptAllowed ? .unlockDismissed : lockedError() }
-            throw ErrorMap.authError(error, from: .secretService, while: what, deadline: deadline)
         }
     }
+
+    /// How long past its deadline a libsecret call is waited for before it is abandoned: libsecret
+    /// stops heeding the cancellation once the service behind a prompt has gone.
+    private static let abandonAfter = 1.0
 }
 
 extension AuthError {

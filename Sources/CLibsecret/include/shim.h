@@ -76,6 +76,10 @@ gboolean authctl_secret_item_delete(AuthctlSecretItem *item, GCancellable *cance
 /// was dismissed), or -1 with `error` set.
 gint authctl_secret_unlock(const char *path, GCancellable *cancellable, GError **error);
 
+/// `secret_service_disconnect`: drops the cached `SecretService` and backend (the file keyring's
+/// items read from disk); the next call starts afresh.
+void authctl_secret_disconnect(void);
+
 /// Counts, from now on, the `Prompt.Prompt` calls this process sends on `connection` (libsecret's
 /// connection, the session bus): a call that ran out of time while a prompt was shown waited for
 /// a person, not for a slow service. Idempotent.

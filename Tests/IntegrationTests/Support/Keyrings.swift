@@ -102,6 +102,19 @@ struct KeyringUnderTest: Sendable {
         try await daemon("unlock", kind).expect(0)
     }
 
+    /// Stops the daemon and starts it again on the same data: a Secret Service that restarted,
+    /// under a new unique name on the bus.
+    func restart() async throws {
+        guard let kind = implementation.daemonKind else { Issue.record("\(implementation.rawValue) is not restarted here"); return }
+        try await daemon("stop", kind).expect(0)
+        let run = try await daemon("start", kind)
+        #expect(run.status == 0, "\(run)")
+        if let pid = Int32(run.output.split(separator: " ").last ?? "") { sandbox.supervise(processID: pid) }
+    }
+
+    /// The daemon's process id.
+    var processID: Int32? { Int32((try? String(contentsOfFile: directory + "/daemon.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") }
+
     /// Stops the daemon, then the sandbox.
     func stop() async {
         if let kind = implementation.daemonKind { _ = try? await daemon("stop", kind) }
