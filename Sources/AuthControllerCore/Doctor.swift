@@ -144,9 +144,9 @@ public struct Doctor: Sendable {
     private func lockedCheck(_ keyring: SecretServiceStore, _ implementation: SecretServiceImplementation) -> Check {
         do throws(AuthError) {
             if try keyring.isLocked() {
-                let fix: AuthError.Message = implementation == .gnomeKeyring || implementation == .other(SecretServiceCalls.busName)
-                    ? "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring"
-                    : "unlock it: \(implementation.unlockAdvice)"
+                let fix: AuthError.Message = implementation.hasOwnUnlockAdvice
+                    ? "unlock it: \(implementation.unlockAdvice)"
+                    : "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring"
                 return fail("collection-unlocked", "the default collection is locked", fix: fix,
                             .unavailable("the default collection is locked"))
             }

@@ -15,8 +15,6 @@ enum SecretServiceCalls {
     static let busName = "org.freedesktop.secrets"
     static let servicePath = "/org/freedesktop/secrets"
     static let serviceInterface = "org.freedesktop.Secret.Service"
-    /// The spec's fixed path of the collection behind the `default` alias.
-    static let defaultCollectionPath = "/org/freedesktop/secrets/aliases/default"
     /// How many calls of a batch may await their reply at once.
     static let maximumInFlight = 64
     /// The attribute under which libsecret and Seahorse record an item's schema.

@@ -49,10 +49,9 @@ final class SessionBus: Sendable {
         do throws(GLibError) {
             // The session bus's connection is GIO's shared one, which libsecret uses too: the
             // Secret Service sees one caller, whose first message is authctl's method call (see
-            // `SecretServiceStore`), and the prompts libsecret shows on it are counted.
+            // `SecretServiceStore`).
             let connection = if address == nil { try GDBus.busGetSession(deadline) }
                              else { try GDBus.connectionNewForAddress(try resolvedAddress(deadline), deadline) }
-            if address == nil { Libsecret.watchPrompts(on: connection) }
             cached.withLock { $0 = connection }
             return connection
         } catch {

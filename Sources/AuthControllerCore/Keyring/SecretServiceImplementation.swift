@@ -44,6 +44,10 @@ enum SecretServiceImplementation: Equatable, Sendable {
         }
     }
 
+    /// Whether its lock needs advice of its own (``unlockAdvice``); any other is unlocked as
+    /// gnome-keyring's is.
+    var hasOwnUnlockAdvice: Bool { self == .kwallet || self == .keePassXC }
+
     /// What unlocks its default collection, for a person.
     var unlockAdvice: String {
         switch self {

@@ -158,11 +158,7 @@ public struct SecretServiceStore: SecretStore {
         }
         // The lock state first: a locked collection may hide its items (KeePassXC's answers an
         // empty search), or hold a search behind its unlock dialog (KeePassXC's by default).
-        let collection = try defaultCollection()
-        if collection.locked {
-            guard promptAllowed else { throw lockedError() }
-            try unlockedDefaultCollection()
-        }
+        try unlockedDefaultCollection()
         let found: (unlocked: [String], locked: [String])
         if key.server != nil {
             // A token item is found exactly by its attributes: search and read in one go.
@@ -220,10 +216,7 @@ public struct SecretServiceStore: SecretStore {
             // What a write whose deadline passed is undone to: the file keyring replaces in place.
             let previous = try? self.secret(key)
             do {
-                try libsecret("store the secret of \(key)", timeout: timeout) { deadline throws(GLibError) in
-                    try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: nil,
-                                        label: label, deadline)
-                }
+                try replace(key, with: secret, contentType: contentType, label: label, in: nil, timeout: timeout)
             } catch {
                 if case .temporaryFailure = error,
                    !undoLateStore(of: key, written: secret, previous: previous, contentType: contentType, label: label) {
@@ -248,27 +241,28 @@ public struct SecretServiceStore: SecretStore {
             }
         }
         let items = try libsecretItems(of: key)
+        // Whatever the service made of a new item that is not kept, it goes: a failed write changes nothing.
+        func removeCreated() {
+            for item in items where created != nil && item.path == created {
+                _ = try? libsecret("delete the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
+            }
+        }
         var kept: Libsecret.Item?
         for item in items where (created == nil || item.path == created) && !item.locked && kept == nil {
-            // A read that fails is that error, not an item that was not kept; the new item goes.
+            // A read that fails is that error, not an item that was not kept.
             let stored: [UInt8]
             do {
                 stored = try libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
                     try Libsecret.secret(of: item, deadline)
                 }
             } catch {
-                if created != nil {
-                    _ = try? libsecret("delete the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
-                }
+                removeCreated()
                 throw error
             }
             if stored == secret { kept = item }
         }
         guard let kept else {
-            // Whatever the service made of the new item, it goes: a failed write changes nothing.
-            for item in items where created != nil && item.path == created {
-                _ = try? libsecret("delete the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
-            }
+            removeCreated()
             throw .unavailable("the Secret Service accepted the item of \(key) but did not keep it; nothing was changed — check that its collection takes new items (KeePassXC: a group exposed to other programs)")
         }
         for duplicate in items where duplicate.path != kept.path || duplicate.attributes != kept.attributes {
@@ -279,10 +273,7 @@ public struct SecretServiceStore: SecretStore {
         // The file keyring deletes by attributes: a duplicate whose attributes are a part of the
         // kept item's took that one along. Stored again, it is the one item.
         if backend == .fileKeyring, items.count > 1, try libsecretItems(of: key).isEmpty {
-            try libsecret("store the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
-                try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: nil,
-                                    label: label, deadline)
-            }
+            try replace(key, with: secret, contentType: contentType, label: label, in: nil, timeout: callTimeout)
         }
     }
 
@@ -295,7 +286,7 @@ public struct SecretServiceStore: SecretStore {
             let collection = try defaultCollection()
             let found = try search(key)
             if found.unlocked.isEmpty && found.locked.isEmpty && !collection.locked { return false }
-            if collection.locked { try unlockedDefaultCollection() }
+            try unlocked(collection)
         }
         var items = try libsecretItems(of: key)
         if items.contains(where: \.locked) {
@@ -351,13 +342,11 @@ public struct SecretServiceStore: SecretStore {
                 try Libsecret.secret(of: item, deadline)
             }) else { return false }
             guard stored == written else { continue }
-            let undone: Void? = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in
-                if let previous {
-                    try Libsecret.store(previous, contentType: contentType, schema: key.schema, attributes: key.attributes,
-                                        collection: undoCollection(), label: label, deadline)
-                } else {
-                    try Libsecret.delete(item, deadline)
-                }
+            let undone: Void?
+            if let previous {
+                undone = try? replace(key, with: previous, contentType: contentType, label: label, in: undoCollection(), timeout: timeout)
+            } else {
+                undone = try? libsecret("undo a late write", timeout: timeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
             }
             if undone == nil { return false }
         }
@@ -369,11 +358,20 @@ public struct SecretServiceStore: SecretStore {
         let timeout = max(callTimeout, 5)
         guard let remaining = try? libsecretItems(of: key, timeout: timeout) else { return false }
         guard remaining.isEmpty else { return true }
-        let undone: Void? = try? libsecret("undo a late delete", timeout: timeout) { deadline throws(GLibError) in
-            try Libsecret.store(saved, contentType: key.server == nil ? "text/plain" : "application/json", schema: key.schema,
-                                attributes: key.attributes, collection: undoCollection(), label: label, deadline)
-        }
+        let undone: Void? = try? replace(key, with: saved, contentType: key.server == nil ? "text/plain" : "application/json",
+                                         label: label, in: undoCollection(), timeout: timeout)
         return undone != nil
+    }
+
+    /// Stores `secret` as the key's item through libsecret's password API, which lets the service
+    /// replace an item of the same attributes: the file keyring's write, and what an undo puts back.
+    /// `collection`: the default collection's own path; `nil` for the file keyring.
+    private func replace(_ key: ItemKey, with secret: [UInt8], contentType: String, label: String, in collection: String?,
+                         timeout: Double) throws(AuthError) {
+        try libsecret("store the secret of \(key)", timeout: timeout) { deadline throws(GLibError) in
+            try Libsecret.store(secret, contentType: contentType, schema: key.schema, attributes: key.attributes, collection: collection,
+                                label: label, deadline)
+        }
     }
 
     /// A write whose deadline passed and whose undo could not be confirmed: the service may still
@@ -387,7 +385,7 @@ public struct SecretServiceStore: SecretStore {
     /// reports its wallet locked after every login until a program asks it to unlock).
     private func lockedError(listing: Bool = false) -> AuthError {
         guard let owner = SecretServiceImplementation.owner(on: bus, timeout: callTimeout)?.implementation,
-              owner == .kwallet || owner == .keePassXC else { return listing ? .keyringLockedForListing : .keyringLocked }
+              owner.hasOwnUnlockAdvice else { return listing ? .keyringLockedForListing : .keyringLocked }
         if listing { return .unavailable("the keyring is locked, so account ids cannot be listed; \(owner.unlockAdvice) and try again") }
         return .unavailable("the keyring is locked and no unlock prompt can be shown; \(owner.unlockAdvice), or \(hint: .allowUnlockPrompt)")
     }
@@ -427,7 +425,12 @@ public struct SecretServiceStore: SecretStore {
     /// locked and prompts are allowed, else this throws "locked".
     @discardableResult
     private func unlockedDefaultCollection() throws(AuthError) -> String {
-        let collection = try defaultCollection()
+        try unlocked(try defaultCollection())
+    }
+
+    /// `collection` (as ``defaultCollection()`` read it), unlocked as ``unlockedDefaultCollection()`` does.
+    @discardableResult
+    private func unlocked(_ collection: (path: String, locked: Bool)) throws(AuthError) -> String {
         guard collection.locked else { return collection.path }
         guard promptAllowed else { throw lockedError() }
         let unlocked = try libsecret("unlock the keyring", timeout: promptTimeout) { deadline throws(GLibError) in
@@ -481,7 +484,11 @@ public struct SecretServiceStore: SecretStore {
     /// slow keyring.
     private func libsecret<T>(_ what: String, timeout: Double, _ body: @escaping (Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
         try Libsecret.load()
-        if backend == .secretService && !bus.hasCalledSecretService { _ = try defaultCollection() }
+        if backend == .secretService {
+            if !bus.hasCalledSecretService { _ = try defaultCollection() }
+            // Counted on libsecret's connection, the session bus's shared one, from its first use on.
+            Libsecret.watchPrompts(on: try SessionBus.shared(address: nil).connection(timeout: callTimeout))
+        }
         // libsecret's file keyring is read once per process and kept: another process's writes since
         // would go unseen, and this process's would overwrite them. Read afresh for every call.
         if backend == .fileKeyring { Libsecret.disconnect() }
