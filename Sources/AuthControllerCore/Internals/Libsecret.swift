@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Adapters over libsecret-1 (loaded by the first call, see `CLibsecret/shim.h`), one per
-/// operation authctl hands it: storing, searching with an unlock, reading a locked item's secret,
+/// operation authctl hands it: storing, searching, reading an item's secret,
 /// deleting, unlocking. libsecret performs every prompt the service returns — KeePassXC's for each
 /// new item, its confirmations of access and deletion, any service's unlock prompt — negotiates
 /// its sessions, and serves its file keyring when `SECRET_BACKEND=file` (as inside Flatpak and

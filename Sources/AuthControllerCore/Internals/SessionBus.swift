@@ -119,8 +119,7 @@ final class SessionBus: Sendable {
 
     /// Runs one call on the connection under its own deadline of `timeout` seconds and maps its
     /// error.
-    /// - Parameter missingObject: what a "no such object" answer means for this call.
-    func call<T>(_ what: String, on peer: ErrorMap.Peer = .secretService, timeout: Double, missingObject: AuthError? = nil,
+    func call<T>(_ what: String, on peer: ErrorMap.Peer = .secretService, timeout: Double,
                  _ body: (GDBus.Connection, Deadline) throws(GLibError) -> T) throws(AuthError) -> T {
         let connection = try connection(timeout: timeout)
         if peer == .secretService { calledSecretService.withLock { $0 = true } }
@@ -128,12 +127,11 @@ final class SessionBus: Sendable {
         do {
             return try body(connection, deadline)
         } catch {
-            if let missingObject, error.isMissingObject { throw missingObject }
             throw ErrorMap.authError(error, from: peer, while: what, deadline: deadline)
         }
     }
 
-    /// As ``call(_:on:timeout:missingObject:_:)``, for a call on an object found a moment
+    /// As ``call(_:on:timeout:_:)``, for a call on an object found a moment
     /// before: `nil` when the object is gone by the time it is called (another process deleted
     /// the item meanwhile), which is "not there", not a broken service.
     func callUnlessGone<T>(_ what: String, timeout: Double, _ body: (GDBus.Connection, Deadline) throws(GLibError) -> T) throws(AuthError) -> T? {
