@@ -87,15 +87,9 @@ struct OpenIDFaultTests {
     func discoveryUnreachable() async throws {
         // A port held, bound but not listening, for the whole test: connections are refused, and
         // no other test's server can take it (a stopped provider's freed port once answered).
-        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(held) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(held, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(held, $0, &length) } }
-        let issuer = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let held = loopbackSocket(listening: false)
+        defer { close(held.descriptor) }
+        let issuer = "http://127.0.0.1:\(held.port)"
         let scenario = try await Scenario()
         let gone = await eventually(within: .seconds(10)) {
             (try? await URLSession.shared.data(from: URL(string: issuer + "/.well-known/openid-configuration")!)) == nil

@@ -57,16 +57,8 @@ struct OpenIDRefreshFaultTests {
         let provider = try await IdentityProvider()
         let scenario = try await signedIn(provider)
         // A listener that accepts and never answers: the key-set fetch waits for its deadline.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (silent, port) = loopbackSocket(listening: true)
         defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) } }
-        listen(silent, 16)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) } }
-        let port = UInt16(bigEndian: address.sin_port)
         let keySet = try setKeySetURL(scenario, to: "http://127.0.0.1:\(port)/jwks.json")
         let refresh = try await scenario.start(["token", "--refresh"])
         let refreshed = await eventually(within: .seconds(30)) { ((try? await provider.count("refresh")) ?? 0) == 1 }

@@ -374,3 +374,18 @@ func collect(_ count: Int, from listener: LoginEventListener, timeout: Double = 
 }
 
 func password(_ text: String) -> Password { try! Password(text) }
+
+/// A TCP socket bound to 127.0.0.1 on a port the system chose, listening (it accepts, and never
+/// answers) or not (connections to it are refused), and its port; the port stays this test's
+/// until the descriptor is closed.
+func loopbackSocket(listening: Bool) -> (descriptor: Int32, port: UInt16) {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
+    if listening { listen(descriptor, 16) }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+    return (descriptor, UInt16(bigEndian: address.sin_port))
+}
