@@ -85,6 +85,7 @@ extension AuthController {
         change.record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
                                       sequence: change.events.last!.sequence, binding: binding, tokenTimes: tokenTimes)
         change.record?.gitHosts = record.gitHosts
+        change.record?.registries = record.registries
         return change
     }
 

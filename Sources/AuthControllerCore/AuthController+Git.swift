@@ -27,18 +27,20 @@ extension AuthController {
         return added
     }
 
-    /// Makes the signed-in account's access token count as expired from now on when it is
-    /// `token` (git erases a credential the server refused), so the next
+    /// Makes the signed-in account's access token count as expired from now on — when it is
+    /// `token`, if one is given (git erases a credential the server refused) — so the next
     /// ``accessToken(minValid:forceRefresh:checkingIDToken:)`` refreshes it. `false`, and nothing
-    /// changes, when `token` is not the stored access token. Never prompts.
+    /// changes, when nobody is signed in or `token` is not the stored access token. Never prompts.
     @discardableResult
-    public func expireAccessToken(_ token: String) throws(AuthError) -> Bool {
+    public func expireAccessToken(_ token: String? = nil) throws(AuthError) -> Bool {
         var expired = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
-            guard let user = record.user, let binding = record.binding,
-                  let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server),
-                  tokens.accessToken.equalsInConstantTime(token) else { return Change() }
+            guard let user = record.user, let binding = record.binding else { return Change() }
+            if let token {
+                guard let tokens = try keyring.value(TokenSet.self, service: service, account: user, server: binding.server),
+                      tokens.accessToken.equalsInConstantTime(token) else { return Change() }
+            }
             var updated = record
             var times = record.tokenTimes ?? TokenTimes()
             times.accessExpiresAt = min(times.accessExpiresAt ?? .max, clock())

@@ -75,6 +75,26 @@ public final class AuthController: Sendable {
         self.clock = clock
     }
 
+    /// A controller of `service` made of `other`'s parts: for the services a call about every
+    /// service reaches (a registry that another service serves).
+    init(_ other: AuthController, service: ServiceName) {
+        self.service = service
+        tokenClients = other.tokenClients
+        serverTimeout = other.serverTimeout
+        transport = other.transport
+        keyring = other.keyring
+        settings = other.settings
+        hasher = other.hasher
+        broadcaster = other.broadcaster
+        observers = other.observers
+        clock = other.clock
+    }
+
+    /// The controller of `other`, this one when it is this controller's service.
+    func controller(of other: ServiceName) -> AuthController {
+        other == service ? self : AuthController(self, service: other)
+    }
+
     /// The version of authctl, as `--version` and the token client's `User-Agent` give it.
     public static let version = "0.2.0"
 

@@ -153,6 +153,10 @@ extension AuthError {
         case signInAgain
         /// Give the person more time to sign in at the provider.
         case raiseSignInTimeout
+        /// Present the access token instead of an ID token the server does not issue.
+        case presentAccessToken
+        /// Sign in to this service.
+        case signIn(ServiceName)
 
         /// The hint in the library's words, as ``AuthError/message`` says it.
         public var description: String {
@@ -177,6 +181,8 @@ extension AuthError {
             case .openIDOptions: "the account claim, device authorization URL and redirect port"
             case .signInAgain: "sign in again"
             case .raiseSignInTimeout: "allow more time to sign in"
+            case .presentAccessToken: "present the access token instead"
+            case .signIn(let service): "sign in to \(service)"
             }
         }
     }

@@ -18,6 +18,7 @@ struct Authctl: AsyncParsableCommand {
         // `String(describing:)` of the type, whose dynamic casts scan every protocol-conformance
         // record in the binary, about 0.7 M instructions a command at each start.
         subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self, GitCredential.self,
+                      KubeCredential.self, DockerCredential.self,
                       Server.self, Watch.self, Serve.self, Sandbox.self, DoctorCommand.self]
     )
 
@@ -63,8 +64,13 @@ struct Authctl: AsyncParsableCommand {
         if let position = firstNonUTF8Argument() {
             Output.fail(.invalidInput("argument \(position) is not valid UTF-8; account ids, names and services must be"))
         }
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        // Clients run the credential helper named in credHelpers as `docker-credential-NAME ACTION`.
+        if CommandLine.arguments.first?.split(separator: "/").last == "docker-credential-authctl" {
+            arguments.insert("docker-credential", at: 0)
+        }
         do {
-            switch FastPath.command(for: Array(CommandLine.arguments.dropFirst())) {
+            switch FastPath.command(for: arguments) {
             case .synchronous(let command)?:
                 try command()
                 ExitStatus.exit(ExitStatus.success)
@@ -74,7 +80,7 @@ struct Authctl: AsyncParsableCommand {
             case nil:
                 break
             }
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()
             } else {

@@ -1,4 +1,5 @@
-/// `status`, `whoami`, `token` and `git-credential get`, which scripts and git run in loops (`authctl status && …`,
+/// `status`, `whoami`, `token` and the credential helpers (`git-credential get`, `kube-credential`,
+/// `docker-credential get`), which scripts, git, kubectl and registry clients run in loops (`authctl status && …`,
 /// `curl -H "Authorization: Bearer $(authctl token)"`), with nothing but their plain options:
 /// read here directly instead of through swift-argument-parser, which builds its model of every
 /// option by reflection and generic metadata at each start — about 10 M instructions, most of
@@ -27,7 +28,8 @@ enum FastPath {
         var command: String?
         var flags: [String] = []
         var minValid: UInt64?
-        var gitOperation: String?
+        /// A credential helper's operation (`get`, …).
+        var operation: String?
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
@@ -49,8 +51,11 @@ enum FastPath {
             } else if command == nil {
                 guard Self.flags(of: argument) != nil else { return nil }
                 command = argument
-            } else if command == "git-credential" && gitOperation == nil && (argument == "get" || argument == "store" || argument == "erase") {
-                gitOperation = argument
+            } else if command == "git-credential" && operation == nil && (argument == "get" || argument == "store" || argument == "erase") {
+                operation = argument
+            } else if command == "docker-credential" && operation == nil
+                        && (argument == "get" || argument == "store" || argument == "erase" || argument == "list") {
+                operation = argument
             } else if command == "token" && argument == "--min-valid" {
                 // Plain digits only, within the option's limit; any other spelling is
                 // ArgumentParser's to read or refuse.
@@ -76,8 +81,13 @@ enum FastPath {
                 try await Token.report(global, minValid: minValid ?? 60, refresh: flags.contains("--refresh"), json: flags.contains("--json"))
             }
         case "git-credential":
-            guard let gitOperation else { return nil }
-            return .asynchronous { [global] in try await GitCredential.answer(global, operation: gitOperation) }
+            guard let operation else { return nil }
+            return .asynchronous { [global] in try await GitCredential.answer(global, operation: operation) }
+        case "kube-credential":
+            return .asynchronous { [global, flags] in try await KubeCredential.answer(global, accessToken: flags.contains("--access-token")) }
+        case "docker-credential":
+            guard let operation else { return nil }
+            return .asynchronous { [global] in try await DockerCredential.answer(global, action: operation) }
         default:
             return nil
         }
@@ -87,15 +97,18 @@ enum FastPath {
     ///
     /// A `switch` and arrays, not a dictionary of sets: a `Set<String>` or `[String: …]` makes the
     /// runtime check at first use that `String` is `Hashable`, a scan of every protocol-conformance
-    /// record in the binary (about 0.3 M instructions, a twentieth of what `status` runs); three
-    /// commands and five flags need no hashing.
+    /// record in the binary (about 0.3 M instructions, a twentieth of what `status` runs); six
+    /// commands and six flags need no hashing.
     private static func flags(of command: String) -> [String]? {
         switch command {
         case "status": ["--json", "--quiet", "-q"]
         case "whoami": ["--json"]
         case "token": ["--json", "--refresh"]
-        // git runs its helper at every fetch and push: `git-credential get` (or store, erase).
+        // git runs its helper at every fetch and push: `git-credential get` (or store, erase);
+        // kubectl its plugin whenever its token has expired; registry clients theirs at every pull.
         case "git-credential": []
+        case "kube-credential": ["--access-token"]
+        case "docker-credential": []
         default: nil
         }
     }

@@ -122,16 +122,24 @@ package enum Posix {
     /// The corresponding C function is `close`.
     static func close(_ descriptor: Int32) { try? FileDescriptor(rawValue: descriptor).close() }
 
-    /// Reads the whole file. The corresponding C function is `read`.
-    static func readAll(_ descriptor: Int32) throws(Errno) -> [UInt8] {
+    /// Reads the whole file, or its first `limit` bytes. The corresponding C function is `read`.
+    static func readAll(_ descriptor: Int32, limit: Int = .max) throws(Errno) -> [UInt8] {
         let file = FileDescriptor(rawValue: descriptor)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
+        while bytes.count < limit {
             let count = try system { try chunk.withUnsafeMutableBytes { try file.read(into: $0) } }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<min(count, limit - bytes.count)])
         }
+        return bytes
+    }
+
+    /// The whole file at `path`, which must not be a symbolic link.
+    static func readAll(path: String) throws(Errno) -> [UInt8] {
+        let descriptor = try openForReading(path)
+        defer { close(descriptor) }
+        return try readAll(descriptor)
     }
 
     /// Writes every byte. The corresponding C function is `write`.

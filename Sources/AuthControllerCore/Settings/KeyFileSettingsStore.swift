@@ -112,6 +112,8 @@ public struct KeyFileSettingsStore: SettingsStore {
         set("email", record.user == nil ? nil : record.email)
         // GKeyFile's list form (`a;b;`); a host has no `;` or `\\` to escape.
         set("git-hosts", record.gitHosts.isEmpty ? nil : record.gitHosts.map { $0 + ";" }.joined())
+        // Likewise: neither a registry nor its user name has a `;` or `\\`.
+        set("registries", record.registries.isEmpty ? nil : record.registries.map { $0.description + ";" }.joined())
         let times = record.user == nil ? nil : record.tokenTimes
         set("access-expires-at", times?.accessExpiresAt.map(Timestamp.rfc3339(microseconds:)))
         set("refresh-expires-at", times?.refreshExpiresAt.map(Timestamp.rfc3339(microseconds:)))
@@ -220,6 +222,14 @@ public struct KeyFileSettingsStore: SettingsStore {
         if let hosts = try value("git-hosts") {
             record.gitHosts = hosts.split(separator: ";").map(String.init)
             guard record.gitHosts.allSatisfy(GitHost.isValid) else { throw Corrupt(reason: "'git-hosts' holds something that is not a host") }
+        }
+        if let registries = try value("registries") {
+            for entry in registries.split(separator: ";") {
+                guard let registry = ServedRegistry(String(entry)) else {
+                    throw Corrupt(reason: "'registries' holds something that is not a registry (HOST[:PORT][=USERNAME])")
+                }
+                record.registries.append(registry)
+            }
         }
         guard let user = try value("user"), !user.isEmpty else {
             // A hint only: a value this version does not know is no reason.

@@ -23,6 +23,9 @@ public struct SessionRecord: Equatable, Sendable {
     /// The hosts (`HOST` or `HOST:PORT`) that `git` may be given the session's access token
     /// for; kept after sign-out, as the binding is.
     public var gitHosts: [String] = []
+    /// The container registries that get the session's access token through the Docker
+    /// credential helper; kept after sign-out, as the binding is.
+    public var registries: [ServedRegistry] = []
 
     /// A record with every field given; the defaults make the record of a service nobody ever signed
     /// in to.
@@ -44,6 +47,7 @@ public struct SessionRecord: Equatable, Sendable {
     public func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
         var record = SessionRecord(sequence: sequence, binding: binding, endedBecause: binding == nil ? nil : reason)
         record.gitHosts = gitHosts
+        record.registries = registries
         return record
     }
 }

@@ -183,21 +183,9 @@ struct Token: AsyncParsableCommand {
     /// The command itself, for the parsed options and for ``FastPath``.
     static func report(_ global: GlobalSettings, minValid: UInt64, refresh: Bool, json: Bool, idToken: Bool = false) async throws {
         let controller = try global.makeController()
-        // A refresh the server has answered has rotated the refresh token there: ending the
-        // process before the new one is stored would end the session. So a signal waits for
-        // the call, whose every step has a deadline, and ends the process after it.
-        let signalled = FirstSignal(listeningTo: [.interrupt, .terminate, .hangUp])
-        let result: Result<AuthController.AccessToken, AuthError>
-        do {
-            result = .success(try await controller.accessToken(minValid: minValid, forceRefresh: refresh, checkingIDToken: idToken))
-        } catch {
-            result = .failure(error)
+        let token = try await FirstSignal.deferred {  () async throws(AuthError) in
+            try await controller.accessToken(minValid: minValid, forceRefresh: refresh, checkingIDToken: idToken)
         }
-        if let signal = signalled.stop() {
-            signal.raiseWithDefaultAction()
-            throw ExitCode(128 + signal.rawValue)
-        }
-        let token = try result.get()
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
         if idToken && token.idToken == nil {
             throw AuthError.invalidInput("\(token.user) holds no ID token at \(controller.service): only OpenID providers issue them, and this one issued none")
@@ -211,7 +199,7 @@ struct Token: AsyncParsableCommand {
 }
 
 /// The first of `signals` to arrive while it listens; while it does, they do not end the process.
-private struct FirstSignal: Sendable {
+struct FirstSignal: Sendable {
     private final class Seen: Sendable {
         let signal = Mutex<ProcessSignal?>(nil)
     }
@@ -226,6 +214,25 @@ private struct FirstSignal: Sendable {
                 seen.signal.withLock { $0 = $0 ?? signal }
             }
         }
+    }
+
+    /// The outcome of `call`, during which SIGINT, SIGTERM and SIGHUP wait: a refresh the server
+    /// has answered has rotated the refresh token there, and ending the process before the new
+    /// one is stored would end the session. So a signal waits for the call, whose every step has
+    /// a deadline, and ends the process after it (the command then prints nothing).
+    static func deferred<T>(_ call: () async throws(AuthError) -> T) async throws -> T {
+        let signalled = FirstSignal(listeningTo: [.interrupt, .terminate, .hangUp])
+        let result: Result<T, AuthError>
+        do {
+            result = .success(try await call())
+        } catch {
+            result = .failure(error)
+        }
+        if let signal = signalled.stop() {
+            signal.raiseWithDefaultAction()
+            throw ExitCode(128 + signal.rawValue)
+        }
+        return try result.get()
     }
 
     /// Stops listening and returns the first signal that arrived, if any.

@@ -141,6 +141,8 @@ enum Output {
         case .openIDOptions: "--account-claim, --device-authorization-url and --redirect-port"
         case .signInAgain: "run `authctl sign-in` again"
         case .raiseSignInTimeout: "raise --timeout"
+        case .presentAccessToken: "add --access-token"
+        case .signIn(let service): "run `authctl --service \(service) sign-in`"
         }
     }
 
