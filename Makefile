@@ -106,7 +106,7 @@ CHECK_PREFIX = $(if $(strip $(PREFIX_PROBLEM)),$(error PREFIX must be an absolut
 INTERFACES = $(notdir $(wildcard data/io.github.authctl.*.xml))
 # The files whose names do not depend on the command definitions; the man pages are listed by the
 # generator, one per command.
-INSTALLED = bin/authctl share/dbus-1/services/io.github.authctl.service \
+INSTALLED = bin/authctl bin/docker-credential-authctl share/dbus-1/services/io.github.authctl.service \
 	$(addprefix share/dbus-1/interfaces/,$(INTERFACES)) lib/systemd/user/authctl.service \
 	share/bash-completion/completions/authctl share/zsh/site-functions/_authctl \
 	share/fish/vendor_completions.d/authctl.fish
@@ -123,6 +123,7 @@ install: install-prerequisites
 	@test -x $(BIN)/authctl && test -x $(BIN)/generate-manual || \
 	    { echo "make: $(BIN)/authctl or $(BIN)/generate-manual is missing: run make install-prerequisites" >&2; exit 1; }
 	install -D -m 0755 $(BIN)/authctl "$$ROOT/bin/authctl"
+	ln -sfn authctl "$$ROOT/bin/docker-credential-authctl"
 	sed 's|/usr/local/bin/authctl|$(PREFIX)/bin/authctl|' data/io.github.authctl.service | \
 	    install -D -m 0644 /dev/stdin "$$ROOT/share/dbus-1/services/io.github.authctl.service"
 	sed 's|/usr/local/bin/authctl|$(PREFIX)/bin/authctl|' data/authctl.service | \

@@ -18,6 +18,8 @@ extension LoginService {
         var folderWatch: BusObjects.FileWatch?
         var nameOwner: UInt32 = 0
         var callerWatches: [String: UInt32] = [:]
+        /// The watch of who owns the notification server's name; 0 for none.
+        var notificationServerWatch: UInt32 = 0
 
         init(loop: MainLoopThread, controllerObject: BusObjects.ControllerObject, manager: BusObjects.ObjectManager) {
             self.loop = loop
@@ -58,6 +60,7 @@ extension LoginService {
         func withdraw(from connection: GDBus.Connection) {
             for id in subscriptions { GDBus.connectionSignalUnsubscribe(connection, id) }
             for id in callerWatches.values { BusObjects.unwatchPeer(id) }
+            if notificationServerWatch != 0 { BusObjects.unwatchPeer(notificationServerWatch) }
             fileWatch?.cancel()
             folderWatch?.cancel()
             controllerObject.unexport()
@@ -119,9 +122,18 @@ extension LoginService {
             trigger.yield(.changed)
         }
         let changed = GDBus.SignalHandler { _ in mayHaveChanged() }
+        // The event it announces, before the re-read it triggers: an end it claims is told once
+        // that re-read confirms it.
+        let announced = GDBus.SignalHandler { signal in
+            if let service = signal.strings.first.flatMap(ServiceName.init(rawValue:)),
+               let event = LoginEventListener.event(from: signal, service: service) {
+                trigger.yield(.loginSignal(event))
+            }
+            mayHaveChanged()
+        }
         objects.subscriptions = [
             GDBus.connectionSignalSubscribe(connection, interface: DBusBroadcaster.interface, path: DBusBroadcaster.objectPath,
-                                            handler: changed),
+                                            handler: announced),
             // ItemCreated, ItemDeleted, ItemChanged of any collection, from any sender: a forged
             // one only makes serve look at the keyring itself.
             GDBus.connectionSignalSubscribe(connection, interface: "org.freedesktop.Secret.Collection", handler: changed),
@@ -135,6 +147,14 @@ extension LoginService {
                                             member: "NameOwnerChanged", path: "/org/freedesktop/DBus",
                                             arg0: "org.freedesktop.secrets", handler: changed),
         ]
+        if notifications {
+            objects.subscriptions.append(DesktopNotificationCalls.subscribe(connection, DesktopNotificationCalls.SignalHandler { signal in
+                trigger.yield(.notificationSignal(signal))
+            }))
+            objects.notificationServerWatch = DesktopNotificationCalls.watchOwner(connection, DesktopNotificationCalls.OwnerHandler { owner in
+                trigger.yield(.notificationServer(owner))
+            })
+        }
         if let settingsFile {
             // Without the watch (no inotify left), changes that send no event show at the next
             // one; the rest of serve works, so it is not a reason to stop.

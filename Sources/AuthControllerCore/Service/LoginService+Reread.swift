@@ -3,7 +3,7 @@ import Synchronization
 // Reading every service's state into its object on the bus.
 extension LoginService {
     /// Ends sessions that are over (with `endingSessions`), then reads every service's state
-    /// into its object. Returns when each needs the loop again; `nil` when the settings
+    /// into its object. Returns when each needs the loop again, and the records read; `nil` when the settings
     /// cannot be read (unsafe, corrupt, unreadable): the objects then stay as they were, and
     /// GetStatus says why.
     ///
@@ -15,7 +15,15 @@ extension LoginService {
     ///
     /// State that cannot be read (the keyring gone) is unknown, not absent: the service keeps
     /// its object as it was and nothing is scheduled for it until a later re-read.
-    func syncAll(endingSessions: Bool = true) async -> [ServiceName: Schedule]? {
+    /// What a re-read hands the run loop.
+    struct Synced: Sendable {
+        /// When each service needs the loop again.
+        var schedules: [ServiceName: Schedule]
+        /// Each readable service's record.
+        var records: [ServiceName: SessionRecord]
+    }
+
+    func syncAll(endingSessions: Bool = true) async -> Synced? {
         guard let objects = exportedObjects.withLock({ $0 }) else { return nil }
         let generation = knownStates.generation
         guard let reread = try? await offload({ () throws(AuthError) in try self.readStates(endingSessions: endingSessions) }) else {
@@ -24,7 +32,7 @@ extension LoginService {
         knownStates.store(reread.known, keeping: reread.unknown, readAt: generation)
         let properties = reread.properties
         await objects.loop.performAndWait { objects.show(properties) }
-        return reread.schedules
+        return Synced(schedules: reread.schedules, records: reread.records)
     }
 
     /// What one re-read found.
@@ -36,6 +44,8 @@ extension LoginService {
         /// The services whose state could not be read (the keyring did not answer): what was
         /// known of them before stays in use until something may have changed it.
         var unknown: Set<ServiceName> = []
+        /// The record of each service whose settings group could be read.
+        var records: [ServiceName: SessionRecord] = [:]
     }
 
     /// Blocking: reads the settings once and each signed-in service's item.
@@ -67,6 +77,8 @@ extension LoginService {
                 read = try? settings.read(service: service)
                 status = read.flatMap { $0.corruption == nil ? try? controller.status(of: $0.record, keyringLocked: keyringLocked ?? false) : nil }
             }
+            // The settings alone tell who is signed in, whatever the keyring answered.
+            if let read, read.corruption == nil { reread.records[service] = read.record }
             guard let read, let status else {
                 reread.properties[service] = .some(nil)
                 reread.unknown.insert(service)

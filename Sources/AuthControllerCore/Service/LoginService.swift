@@ -44,6 +44,11 @@ public final class LoginService: Sendable {
     private let replace: Bool
     private let idleExit: Double?
     private let makeController: @Sendable (ServiceName) -> AuthController
+    /// Whether sessions that end without the person asking are told on the desktop.
+    let notifications: Bool
+    /// The events of the kept controllers: the ends serve finds itself.
+    let ownEvents: AsyncStream<LoginEvent>
+    private let ownEventSink: AsyncStream<LoginEvent>.Continuation
     /// Where the warnings of calls and background refreshes go (a revocation that failed, a
     /// token handed out unrefreshed).
     let warn: @Sendable (AuthError.Message) -> Void
@@ -58,13 +63,18 @@ public final class LoginService: Sendable {
     ///   - replace: take the name over from a running `serve`.
     ///   - idleExit: return ``Ending/idle`` after that many seconds with no call, no peer that
     ///     called and is still connected, and no token to refresh.
+    ///   - notifications: tell the person on the desktop, through its notification server, when
+    ///     a session ends without their asking (`expired`, `removed`), offering the browser
+    ///     sign-in for a service bound to an OpenID provider.
     ///   - warnings: told each warning of a call or a background refresh (a revocation that
     ///     failed, a token handed out unrefreshed); the service itself prints nothing.
     ///   - controller: makes the controller of a service (one per service is kept, so that its
     ///     in-process refresh is shared by every caller).
     public init(settings: any SettingsStore, settingsFile: String?, busAddress: String? = nil, replace: Bool = false,
-                idleExit: Double? = nil, warnings: @escaping @Sendable (AuthError.Message) -> Void = { _ in },
+                idleExit: Double? = nil, notifications: Bool = true, warnings: @escaping @Sendable (AuthError.Message) -> Void = { _ in },
                 controller: @escaping @Sendable (ServiceName) -> AuthController) {
+        self.notifications = notifications
+        (ownEvents, ownEventSink) = AsyncStream<LoginEvent>.makeStream()
         self.settings = settings
         self.settingsFile = settingsFile
         self.busAddress = busAddress
@@ -97,7 +107,13 @@ public final class LoginService: Sendable {
         controllers.withLock { controllers in
             if let controller = controllers[service] { return controller }
             let controller = makeController(service)
-            if knownServices.withLock({ $0.contains(service) }) { controllers[service] = controller }
+            if knownServices.withLock({ $0.contains(service) }) {
+                controllers[service] = controller
+                // Subscribed now, so that no event of the controller comes before the stream.
+                let events = controller.events()
+                let sink = ownEventSink
+                Task { for await event in events { sink.yield(event) } }
+            }
             return controller
         }
     }
@@ -111,7 +127,7 @@ public final class LoginService: Sendable {
         /// Something may have changed: re-read every service.
         case changed
         /// A re-read finished (`nil`: the settings could not be read; nothing changed).
-        case synced([ServiceName: Schedule]?)
+        case synced(Synced?)
         /// The timer a service set for `at` fired: its token is due for refresh, or its
         /// session ends (or the timer's longest sleep passed; see ``ServePolicy/longestSleep``).
         case wake(ServiceName, at: UInt64)
@@ -132,6 +148,16 @@ public final class LoginService: Sendable {
         case busClosed
         /// SIGINT or SIGTERM arrived.
         case signalled
+        /// An event of serve's own controllers.
+        case ownEvent(LoginEvent)
+        /// A `LoginStatusChanged` signal, from anyone.
+        case loginSignal(LoginEvent)
+        /// A signal of the notification server's interface, from anyone.
+        case notificationSignal(DesktopNotificationCalls.ServerSignal)
+        /// Another connection (or none) owns the notification server's name.
+        case notificationServer(String?)
+        /// `Notify` answered with an id, or failed (`nil`).
+        case noticePosted(SessionEndNotices.Notice, UInt32?)
     }
 
     /// Serves until SIGINT/SIGTERM (from `signals`), a takeover, or idleness. Throws
@@ -155,6 +181,11 @@ public final class LoginService: Sendable {
             for await _ in signals { trigger.yield(.signalled) }
         }
         defer { forwarding.cancel() }
+        let ownEvents = self.ownEvents
+        let forwardingEvents = Task {
+            for await event in ownEvents { trigger.yield(.ownEvent(event)) }
+        }
+        defer { forwardingEvents.cancel() }
 
         let calls = InFlight()
         let gate = RefreshGate()
@@ -206,10 +237,11 @@ public final class LoginService: Sendable {
                 break loop
             case .changed where state.ownsName:
                 requestSync(&state, trigger: trigger)
-            case .synced(let schedules):
+            case .synced(let synced):
                 state.sync = nil
-                if let schedules {
-                    state.policy.reschedule(schedules)
+                if let synced {
+                    carryOut(state.notices.reread(synced.records), &state, connection: connection, trigger: trigger)
+                    state.policy.reschedule(synced.schedules)
                     startWaitingRefreshes(&state, calls: calls, gate: gate, trigger: trigger)
                     rearmWakeUps(&state, trigger: trigger)
                 }
@@ -239,6 +271,27 @@ public final class LoginService: Sendable {
                 state.policy.callerLeft(sender, at: .now)
                 loop.perform { objects.unwatchCaller(sender) }
                 rearmIdleTimer(&state, trigger: trigger)
+            case .ownEvent(let event):
+                carryOut(state.notices.ownEvent(event), &state, connection: connection, trigger: trigger)
+            case .loginSignal(let event):
+                state.notices.signal(event)
+            case .notificationSignal(let signal):
+                if signal.member == "ActionInvoked" {
+                    carryOut(state.notices.actionInvoked(id: signal.id, action: signal.action ?? "", sender: signal.sender,
+                                                         owner: state.notificationServer),
+                             &state, connection: connection, trigger: trigger)
+                } else {
+                    state.notices.closed(id: signal.id, sender: signal.sender, owner: state.notificationServer)
+                }
+            case .notificationServer(let owner):
+                if owner != state.notificationServer { state.notices.serverChanged() }
+                state.notificationServer = owner
+            case .noticePosted(let notice, let id):
+                if let id {
+                    carryOut(state.notices.posted(notice, id: id), &state, connection: connection, trigger: trigger)
+                } else {
+                    state.notices.notPosted(notice)
+                }
             case .idleTimer:
                 state.idleTimer = nil
                 if state.policy.isIdle(now: .now, callsRunning: calls.count) {
@@ -271,6 +324,10 @@ public final class LoginService: Sendable {
         /// Each service's pending wake-up and the moment it is for.
         var timers: [ServiceName: (at: UInt64, task: Task<Void, Never>)] = [:]
         var idleTimer: Task<Void, Never>?
+        /// What the person on the desktop has been told, and what is to tell.
+        var notices = SessionEndNotices()
+        /// The unique name of the notification server's connection, while there is one.
+        var notificationServer: String?
     }
 
     /// Re-reads now, or — when a re-read is under way — once more after it, however many

@@ -13,6 +13,12 @@ struct Serve: AsyncParsableCommand {
             session when its refresh token expires or its keyring item is removed. It never shows \
             the keyring's unlock prompt (nobody asked for it): while the keyring is locked, calls \
             that need a secret fail with io.github.authctl.Error.Unavailable. No other command needs it.
+            When a session ends without the person asking (the server ended it, or its keyring item \
+            was removed), it posts a desktop notification "Signed out of SERVICE" that stays until \
+            dismissed or a later sign-in; for an OpenID provider its action "Sign in again" starts \
+            `authctl --service SERVICE sign-in ACCOUNT --flow browser`. A LoginStatusChanged signal \
+            alone never posts one: the settings must show the session ended. --no-notifications \
+            posts none.
             On SIGINT/SIGTERM it releases the name, answers calls still waiting for the keyring with \
             io.github.authctl.Error.Unavailable, and lets a sign-out or token refresh under way finish; \
             it sends no new refresh request, and stores what a refresh already sent gets back.
@@ -30,6 +36,9 @@ struct Serve: AsyncParsableCommand {
                                valueName: "seconds"))
     var idleExit: Double?
 
+    @Flag(name: .customLong("no-notifications"), help: "Never post a desktop notification when a session ends.")
+    var noNotifications = false
+
     func validate() throws {
         if global.service != nil {
             throw ValidationError("serve serves every service at once; --service does not apply (each method takes the service)")
@@ -46,7 +55,7 @@ struct Serve: AsyncParsableCommand {
         let settings = KeyFileSettingsStore(directory: DesktopEnvironment.current.settingsDirectory)
         let global = self.global
         let loginService = LoginService(settings: settings, settingsFile: settings.filePath, busAddress: busAddress,
-                                        replace: replace, idleExit: idleExit,
+                                        replace: replace, idleExit: idleExit, notifications: !noNotifications,
                                         warnings: { Output.diagnostic(Output.words($0)) }) { service in
             global.makeController(service: service, busAddress: busAddress, prompting: false)
         }
