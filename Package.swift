@@ -156,7 +156,8 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             exclude: ["Support/token_server.py", "Support/git_server.py", "Support/serving.py", "Support/identity_provider", "Support/scripted_provider.py",
-                      "Support/scripted_browser", "Support/secret_service_stand_in.py"],
+                      "Support/scripted_browser", "Support/secret_service_stand_in.py", "Support/kube_api_server.py",
+                      "Support/container_registry.py", "Support/notification_peers.py"],
             swiftSettings: strictSettings
         ),
     ]

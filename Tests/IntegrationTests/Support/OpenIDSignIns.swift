@@ -1,3 +1,4 @@
+import DesktopSandbox
 import Foundation
 import Testing
 
@@ -27,6 +28,18 @@ extension Scenario {
         let (decided, outcome) = try await provider.approveDevice(verificationURI: uri, userCode: code, person: person)
         #expect(decided, "\(outcome)")
         let run = await signIn.wait()
+        try #require(run.status == 0, "\(run)")
+    }
+
+    /// Binds the scenario's service to `provider`'s browser client and signs `person` in with the
+    /// browser flow (the stand-in approving over HTTP), which, unlike this provider's device flow,
+    /// issues an ID token. The stand-in's variables join `extraEnvironment`.
+    mutating func signInWithBrowser(at provider: IdentityProvider, as person: IdentityProvider.Person = IdentityProvider.ada) async throws {
+        let result = URL(fileURLWithPath: sandbox.directory + "/stand-in-\(UUID().uuidString).json")
+        extraEnvironment.merge(try IdentityProvider.browserEnvironment(result: result, person: person)) { $1 }
+        let bind = try await authctl("server", "set", provider.issuer, "--protocol", "oidc", "--client-id", IdentityProvider.browserClientID)
+        #expect(bind.status == 0, "\(bind)")
+        let run = try await authctl("sign-in", "--flow", "browser", "--timeout", "60")
         try #require(run.status == 0, "\(run)")
     }
 }
