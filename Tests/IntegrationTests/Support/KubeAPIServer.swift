@@ -292,10 +292,6 @@ private final class TemporaryFolder: Sendable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-private func shellQuoted(_ text: String) -> String {
-    "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-}
-
 // MARK: Tokens for the server
 
 extension IdentityProvider {

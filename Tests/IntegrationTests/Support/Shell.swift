@@ -19,3 +19,8 @@ extension Scenario {
         try await Spawned("/bin/sh", ["-c", script], input: nil, environment: shellEnvironment.environment)
     }
 }
+
+/// `text` in single quotes, for a shell script a test writes.
+func shellQuoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
