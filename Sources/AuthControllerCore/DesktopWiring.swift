@@ -24,7 +24,7 @@ public struct DesktopEnvironment: Sendable, Equatable {
     /// libsecret itself decides.
     public static var current: DesktopEnvironment {
         let configHome = ProcessEnvironment.value("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/") + "/.config"
+            ?? ProcessEnvironment.homeDirectory + "/.config"
         return DesktopEnvironment(
             settingsDirectory: configHome + "/authctl",
             canShowPrompts: ProcessEnvironment.value("DISPLAY") != nil || ProcessEnvironment.value("WAYLAND_DISPLAY") != nil,

@@ -83,6 +83,11 @@ package enum ProcessEnvironment {
 
     /// The effective user's passwd entry, or `nil` when there is none.
     /// The corresponding C functions are `geteuid` and `getpwuid`.
+    /// `HOME`, else the passwd entry's home folder, else `/`.
+    package static var homeDirectory: String {
+        value("HOME") ?? currentUser?.homeDirectory ?? "/"
+    }
+
     package static var currentUser: PasswdEntry? {
         guard let entry = getpwuid(geteuid()) else { return nil }
         let gecos = entry.pointee.pw_gecos.map { String(cString: $0) } ?? ""

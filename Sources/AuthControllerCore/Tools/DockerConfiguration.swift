@@ -7,13 +7,6 @@ internal import SystemPackage
 /// replaced atomically. Plumbing of this package's command line (`package`), not part of the
 /// library's API.
 package enum DockerConfiguration {
-    /// The file docker reads: `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
-    package static var defaultPath: String {
-        if let folder = ProcessEnvironment.value("DOCKER_CONFIG") { return folder + "/config.json" }
-        let home = ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/"
-        return home + "/.docker/config.json"
-    }
-
     /// The largest configuration read: docker's own are a few KiB (every `auths` entry a line).
     static let sizeLimit = 4 * 1024 * 1024
 

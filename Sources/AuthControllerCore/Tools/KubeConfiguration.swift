@@ -11,9 +11,9 @@ package enum KubeConfiguration {
     /// and every other field of that user. Running it again leaves the same bytes.
     ///
     /// kubectl missing or failing is ``AuthError/unavailable(_:detail:)-enum.case``, and the
-    /// kubeconfig files are then put back as they were.
-    package static func setExecCredential(user: String, command: String, arguments: [String]) async throws(AuthError) {
-        let files = kubeconfigFiles
+    /// kubeconfig files — `files`, those kubectl reads (`KUBECONFIG`'s, else `~/.kube/config`) —
+    /// are then put back as they were.
+    package static func setExecCredential(user: String, command: String, arguments: [String], files: [String]) async throws(AuthError) {
         let before = files.map { ($0, try? Posix.readAll(path: $0)) }
         do throws(AuthError) {
             // kubectl 1.20 (Debian 12's) panics on `set-credentials` for a user the file does
@@ -32,16 +32,6 @@ package enum KubeConfiguration {
             for (path, bytes) in before { restore(path, bytes) }
             throw error
         }
-    }
-
-    /// The files kubectl reads and may write: each of `KUBECONFIG`'s, else `~/.kube/config`.
-    private static var kubeconfigFiles: [String] {
-        if let list = ProcessEnvironment.value("KUBECONFIG") {
-            let files = list.split(separator: ":").map(String.init)
-            if !files.isEmpty { return files }
-        }
-        let home = ProcessEnvironment.value("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/"
-        return [home + "/.kube/config"]
     }
 
     /// Puts a file back as it was: its bytes, or no file. Best effort: it runs while another

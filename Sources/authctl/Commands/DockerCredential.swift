@@ -79,11 +79,17 @@ struct DockerCredential: AsyncParsableCommand {
             throw AuthError.invalidInput("\(other) already serves the registry \(host); a registry gets the token of one service")
         }
         // The Docker configuration first: when it cannot be written, the settings stay as they were.
-        let file = config ?? DockerConfiguration.defaultPath
+        let file = config ?? Self.defaultConfiguration
         let helperSet = try DockerConfiguration.setCredentialHelper("authctl", for: host.rawValue, in: file)
         let added = try controller.addRegistry(registry)
         try Output.line(added || helperSet ? "\(host) now gets the access token of \(controller.service) (credential helper set in \(file))."
                                            : "\(host) already gets the access token of \(controller.service).")
+    }
+
+    /// The file docker reads: `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
+    static var defaultConfiguration: String {
+        if let folder = ProcessEnvironment.value("DOCKER_CONFIG") { return folder + "/config.json" }
+        return ProcessEnvironment.homeDirectory + "/.docker/config.json"
     }
 
     /// The protocol's words for a registry it has nothing for, which clients look for.
@@ -126,22 +132,25 @@ struct DockerCredential: AsyncParsableCommand {
         return ExitCode(ExitStatus.no)
     }
 
-    /// Standard input, at most 64 KiB of it, as text.
+    /// Standard input as text. No more than 64 KiB is ever read: a request that fills them is
+    /// refused without reading on (a registry's name is a few dozen bytes).
     private static func readRequest() throws -> String {
         let limit = 64 * 1024
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count <= limit {
+        while bytes.count < limit {
             let count: Int
             do {
-                count = try chunk.withUnsafeMutableBytes { try FileDescriptor.standardInput.read(into: $0) }
+                count = try chunk.withUnsafeMutableBytes { buffer in
+                    try FileDescriptor.standardInput.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(limit - bytes.count)))
+                }
             } catch {
                 throw AuthError.settingsIO("cannot read the request on standard input: \(error)")
             }
             if count == 0 { break }
-            bytes += chunk[0..<min(count, limit + 1 - bytes.count)]
+            bytes += chunk[0..<count]
         }
-        guard bytes.count <= limit else { throw AuthError.invalidInput("the request on standard input is over 64 KiB: it is not a registry") }
+        guard bytes.count < limit else { throw AuthError.invalidInput("the request on standard input is 64 KiB or more: it is not a registry") }
         guard let text = String(validating: bytes, as: UTF8.self), !text.contains("\0") else {
             throw AuthError.invalidInput("the request on standard input is not UTF-8 text: it is not a registry")
         }

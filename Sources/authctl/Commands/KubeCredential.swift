@@ -64,8 +64,18 @@ struct KubeCredential: AsyncParsableCommand {
         }
         try await KubeConfiguration.setExecCredential(
             user: user, command: binary,
-            arguments: ["--service", controller.service.rawValue, "kube-credential"] + (accessToken ? ["--access-token"] : []))
+            arguments: ["--service", controller.service.rawValue, "kube-credential"] + (accessToken ? ["--access-token"] : []),
+            files: Self.kubeconfigFiles)
         try Output.line("kubectl's user \(user) now gets the \(accessToken ? "access" : "ID") token of \(controller.service).")
+    }
+
+    /// The files kubectl reads and may write: each of `KUBECONFIG`'s, else `~/.kube/config`.
+    static var kubeconfigFiles: [String] {
+        if let list = ProcessEnvironment.value("KUBECONFIG") {
+            let files = list.split(separator: ":").map(String.init)
+            if !files.isEmpty { return files }
+        }
+        return [ProcessEnvironment.homeDirectory + "/.kube/config"]
     }
 
     /// The plugin itself; also for ``FastPath``.
