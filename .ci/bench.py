@@ -160,14 +160,14 @@ KUBE_REFRESH_DELAY = 0.3  # seconds: a provider across the network, not on the s
 def kubectl_figures():
     """Twelve kubectl at once over an expired token against the test API server, each running
     `authctl kube-credential` as its exec plugin: how many refreshes the token server saw, and
-    how long the slowest took, against one kubectl alone over an expired token."""
+    how long the slowest took — against one kubectl alone over an expired token, and against the
+    same twelve with a fresh token (the floor: twelve kubectl processes on this machine)."""
     kubectl = os.path.abspath(".build/kubernetes-client/usr/bin/kubectl")
     folder = tempfile.mkdtemp(prefix="bench-kube-")
     tokens = subprocess.Popen([sys.executable, "Tests/IntegrationTests/Support/token_server.py"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     base = "http://127.0.0.1:%s" % tokens.stdout.readline().split()[1]
-    lifetime = 2
-    post(base + "/_config", {"accounts": {ACCOUNT: "pw"}, "access_lifetime": lifetime, "refresh_delay": KUBE_REFRESH_DELAY})
+    post(base + "/_config", {"accounts": {ACCOUNT: "pw"}, "access_lifetime": 300, "refresh_delay": KUBE_REFRESH_DELAY})
     api = subprocess.Popen([".build/identity-provider-venv/bin/python3", "Tests/IntegrationTests/Support/kube_api_server.py",
                             "--dir", folder, "--userinfo", base + "/me"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     server = "https://127.0.0.1:%s" % api.stdout.readline().split()[1]
@@ -188,15 +188,7 @@ def kubectl_figures():
         subprocess.run(get, **quiet)
         return time.perf_counter() - start
 
-    def refreshes():
-        return sum(1 for entry in get_json(base + "/_log") if entry["endpoint"] == "refresh")
-
-    singles, slowest, counts = [], [], []
-    for _ in range(KUBE_ROUNDS):
-        time.sleep(lifetime + 0.5)  # the token has expired: each measurement starts with a refresh due
-        singles.append(timed())
-        time.sleep(lifetime + 0.5)
-        before = refreshes()
+    def twelve():
         durations = [0.0] * 12
         def one(index):
             durations[index] = timed()
@@ -205,11 +197,31 @@ def kubectl_figures():
             thread.start()
         for thread in threads:
             thread.join()
-        slowest.append(max(durations))
+        return max(durations)
+
+    def refreshes():
+        return sum(1 for entry in get_json(base + "/_log") if entry["endpoint"] == "refresh")
+
+    def expired():
+        # A token that lives a second, expired: the next kubectl finds a refresh due, and the
+        # refresh it makes gets a token that outlives the measurement.
+        post(base + "/_config", {"access_lifetime": 1})
+        subprocess.run([AUTHCTL, "token", "--refresh"], **quiet)
+        post(base + "/_config", {"access_lifetime": 300})
+        time.sleep(1.5)
+
+    singles, slowest, floors, counts = [], [], [], []
+    for _ in range(KUBE_ROUNDS):
+        expired()
+        singles.append(timed())
+        expired()
+        before = refreshes()
+        slowest.append(twelve())
         counts.append(refreshes() - before)
+        floors.append(twelve())
     api.stdin.close()
     tokens.stdin.close()
-    return statistics.median(singles), statistics.median(slowest), counts
+    return statistics.median(singles), statistics.median(slowest), statistics.median(floors), counts
 
 
 def post(url, document):
@@ -301,7 +313,7 @@ urllib.request.urlopen(urllib.request.Request({url.replace('/oauth/token', '/_co
                 lambda: run([PYTHON, "-c", "import secretstorage; c = secretstorage.get_default_collection(secretstorage.dbus_init());"
                                            " [i.get_attributes()['account'] for i in c.search_items({'service': 'bulk'})]"])[0]),
     ]
-    single_refresh, slowest_of_twelve, refreshes_of_twelve = kubectl_figures()
+    single_refresh, slowest_of_twelve, fresh_twelve, refreshes_of_twelve = kubectl_figures()
     serve_idle, keyring_idle, idle_seconds, serve_rss_before, serve_rss_after, changes, get_status_row = serve_figures(url)
     rows.append(get_status_row)
     server.stdin.close()
@@ -337,6 +349,7 @@ print(int(checks / (time.perf_counter() - start)))
     print(f"| one `kubectl get` alone over an expired token (median) | {single_refresh * 1000:.0f} ms |")
     print(f"| the slowest of the twelve (median; goal ≤ 2× the one alone) | {slowest_of_twelve * 1000:.0f} ms "
           f"({slowest_of_twelve / single_refresh:.2f}×) |")
+    print(f"| the slowest of twelve with a fresh token (no refresh: twelve kubectl on this machine) | {fresh_twelve * 1000:.0f} ms |")
     print(f"| refresh requests at the server for each twelve (goal: 1) | {', '.join(map(str, refreshes_of_twelve))} |")
     print("\n| release binary | size |\n|---|---:|")
     print(f"| `authctl` (goal ≤ 30 MB) | {os.path.getsize(AUTHCTL) / 1e6:.1f} MB |")

@@ -183,6 +183,20 @@ struct InstallTests {
         #expect(run.stderr.isEmpty, "\(run)")
     }
 
+    /// What `systemctl --user enable authctl` does for a person who wants serve from login, done
+    /// offline in the staged tree (no user manager runs here).
+    @Test("the installed user unit can be enabled: it is wanted by default.target")
+    func unitEnables() async throws {
+        let installation = try await Installation.installed(.staged(prefix: "/usr"))
+        defer { installation.remove() }
+        let systemctl = try which("systemctl", package: "systemd")
+        let run = try await runProcess(systemctl, ["--root=\(installation.destdir)", "--global", "enable", "authctl.service"], input: nil,
+                                       environment: Installation.environment(), timeout: 60)
+        #expect(run.status == 0, "\(run)")
+        let link = installation.destdir + "/etc/systemd/user/default.target.wants/authctl.service"
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == "/usr/lib/systemd/user/authctl.service")
+    }
+
     @Test("make uninstall removes every installed file and nothing else",
           arguments: [Installation.Layout.staged(prefix: nil), .staged(prefix: "/usr"), .direct])
     func uninstall(layout: Installation.Layout) async throws {
