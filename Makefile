@@ -67,6 +67,7 @@ docs: deps
 # in its own folder (a dozen failed opens at every start).
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
 build: deps
+	.ci/static-libstdc++
 	swift build $(RELEASE_FLAGS) --product authctl
 
 # swift-argument-parser's manual generator (the tool behind its GenerateManual plugin), built with

@@ -9,8 +9,10 @@ let strictSettings: [SwiftSetting] = [
 // Release links: start-up is dominated by the dynamic loader and the runtime's conformance scan,
 // so the release binary is linked with lld, keeps PIE (ASLR) but packs its relative relocations
 // (`-z pack-relative-relocs`, glibc >= 2.36), is stripped (-s), and takes libstdc++ (which the static
-// Swift runtime needs) from the archive in .ci/static-libstdc++ instead of loading the shared one
-// (about 4,300 symbol relocations fewer at every start). Its calls into GLib are bound when first
+// Swift runtime needs) from GCC's static archive instead of loading the shared one (about 4,300 symbol
+// relocations fewer at every start): `.ci/static-libstdc++`, which `make build` runs, links this
+// machine's archive alone into .build/static-libstdc++ (alone: beside the shared library, in GCC's own
+// folder, the linker would take that). Its calls into GLib are bound when first
 // made (`-z lazy`, Debian's default for packages), not all ~2,500 at start: a command makes a few
 // dozen of them. It exports none of its ~3,900 symbols (swiftc links executables with
 // --export-dynamic, for backtraces of unstripped builds): the runtime's `dladdr` at start walks them
@@ -22,7 +24,7 @@ let releaseLinkerSettings: [LinkerSetting] = [
         "-Xlinker", "-z", "-Xlinker", "lazy",
         "-Xlinker", "-s",
         "-Xlinker", "--no-export-dynamic",
-        "-L", Context.packageDirectory + "/.ci/static-libstdc++",
+        "-L", Context.packageDirectory + "/.build/static-libstdc++",
     ], .when(configuration: .release)),
 ]
 
