@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall
+.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall deb
 
 demo: deps
 	swift build
@@ -114,6 +114,14 @@ INSTALLED = bin/authctl bin/docker-credential-authctl share/dbus-1/services/io.g
 
 install-prerequisites: build manual-tool
 
+# The generator names a subcommand's page `.Nm "authctl sign-in"`, which man-db's lexgrog cannot read, so
+# `apropos` and `whatis` would not know the page: its NAME says the page's own name (`authctl.sign-in`), as
+# `man` finds it, and its SYNOPSIS the command as typed.
+export WHATIS_NAMES = /^\.Sh / { section = $$2 } \
+	section == "NAME" && /^\.Nm "/ { typed = substr($$0, 5); print ".Nm " name; next } \
+	section == "SYNOPSIS" && $$0 == ".Nm" && typed != "" && !done { print ".Nm " typed; done = 1; next } \
+	{ print }
+
 # bash, so that a generator that fails in a pipeline fails the install.
 install uninstall: SHELL := /bin/bash
 install uninstall: .SHELLFLAGS := -o pipefail -ec
@@ -138,7 +146,18 @@ install: install-prerequisites
 	pages=$$(mktemp -d) && trap 'rm -rf "$$pages"' EXIT && \
 	    $(BIN)/generate-manual --multi-page -o "$$pages" \
 	        --date "$$(date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} +%Y-%m-%d)" $(BIN)/authctl && \
-	    for page in "$$pages"/*.1; do install -D -m 0644 "$$page" "$$ROOT/share/man/man1/$${page##*/}" || exit; done
+	    for page in "$$pages"/*.1; do \
+	        name=$${page##*/} && name=$${name%.1} && \
+	        awk -v name="$$name" "$$WHATIS_NAMES" "$$page" | install -D -m 0644 /dev/stdin "$$ROOT/share/man/man1/$$name.1" || exit; \
+	    done
+
+# The Debian package (README, Install): what `make install PREFIX=/usr` installs, staged in .build/deb/root,
+# and what Debian's policy adds (.ci/build-deb), as .build/deb/authctl_VERSION_ARCH.deb.
+DEB = .build/deb
+deb: install-prerequisites
+	rm -rf $(DEB)/root
+	$(MAKE) -o build -o manual-tool install PREFIX=/usr DESTDIR="$(CURDIR)/$(DEB)/root"
+	.ci/build-deb $(DEB)/root $(DEB)
 
 # Removes exactly what `install` put there. The man pages are those the generator makes from the
 # installed binary's command definitions, and the interfaces those installed (so both match what was
