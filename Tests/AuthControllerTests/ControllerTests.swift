@@ -126,7 +126,7 @@ struct ControllerTests {
         let outcome = try await fixture.controller.signOut(keepingCredentials: false)
         #expect(outcome.events.map(\.reason) == [.removed])
         #expect(outcome.warnings == ["a was already signed out of test.service: its keyring item is gone"])
-        #expect(try fixture.settings.read(service: fixture.service).record == SessionRecord(sequence: 2))
+        #expect(try fixture.settings.read(service: fixture.service).record == SessionRecord(sequence: 2, endedBecause: .removed))
         #expect(fixture.trail == ["signed-in a sign-in #1", "signed-out a removed #2"])
         #expect(try await fixture.controller.signOut(keepingCredentials: false).events.isEmpty)
     }

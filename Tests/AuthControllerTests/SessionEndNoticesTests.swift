@@ -77,6 +77,16 @@ struct SessionEndNoticesTests {
         #expect(notices.reread([service: signedOut(sequence: 5, because: .signOut)]).isEmpty)
     }
 
+    @Test("a local account signed out by the person: a forged removal with its sequence posts nothing")
+    func localSignOut() {
+        var notices = SessionEndNotices()
+        _ = notices.reread([service: SessionRecord(user: ada, name: "", signedInAt: "2026-11-27T00:00:00Z", sequence: 3)])
+        notices.signal(event(.signedOut, ada, .removed, 4))
+        #expect(notices.reread([service: SessionRecord(sequence: 4, endedBecause: .signOut)]).isEmpty)
+        notices.signal(event(.signedOut, ada, .removed, 5))
+        #expect(notices.reread([service: SessionRecord(sequence: 5, endedBecause: .removed)]) == [.post(notice(ada, .removed, 5, offersSignIn: false))])
+    }
+
     @Test("the sign-in is offered for OpenID providers only")
     func offersSignIn() {
         var notices = SessionEndNotices()

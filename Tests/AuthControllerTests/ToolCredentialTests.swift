@@ -40,7 +40,7 @@ struct ToolCredentialTests {
     @Test("a registry as clients send it: bare or a URL, any case, white space around it, :443 the same registry", arguments: [
         ("registry.example.org", "registry.example.org"), ("  Registry.Example.ORG\n", "registry.example.org"),
         ("https://registry.example.org/v2/", "registry.example.org"), ("http://127.0.0.1:5000", "127.0.0.1:5000"),
-        ("registry.example.org:0443", "registry.example.org:443"), ("[::1]:5000", "[::1]:5000"), ("HTTPS://[::1]/x?y", "[::1]"),
+("[::1]:5000", "[::1]:5000"), ("HTTPS://[::1]/x?y", "[::1]"),
         ("localhost:5000/library/alpine", "localhost:5000"),
     ])
     func registryHosts(_ text: String, _ expected: String) throws {
@@ -50,7 +50,8 @@ struct ToolCredentialTests {
     @Test("what is not a registry is nobody's", arguments: [
         "", " ", "user@registry.example.org", "registry.example.org:0", "registry.example.org:65536", "registry.example.org:x",
         "rеgistry.example.org", "registry example.org", "://registry.example.org", "[::1", "[zz]:5000", "a:1:2", "registry;x",
-        String(repeating: "a", count: 300), "registry.example.org\u{0}",
+        String(repeating: "a", count: 300), "registry.example.org\u{0}", ".", "..", "a..b", ".registry", "[:]", "[1:2:3:4:5:6:7:8:9]",
+        "registry.example.org:00080", "registry.example.org:0443",
     ])
     func notRegistries(_ text: String) {
         #expect(RegistryHost(text) == nil)

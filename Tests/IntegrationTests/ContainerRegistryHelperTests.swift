@@ -202,6 +202,9 @@ struct ContainerRegistryHelperTests {
             #expect(run.status == 65, "\(run)")
             #expect(try Data(contentsOf: setting.skopeo.credentialFile) == Data(contents.utf8))
         }
+        // A Docker configuration that cannot be written (74): the registry is not left in the settings.
+        let unwritable = try await sameFile.authctl("docker-credential", "setup", "registry.example.org", "--config", "/dev/null/config.json")
+        #expect(unwritable.status == 74, "\(unwritable)")
         #expect(try !String(contentsOfFile: setting.scenario.settingsFile, encoding: .utf8).contains("registry.example.org"))
     }
 

@@ -89,6 +89,25 @@ struct KubectlTests {
         #expect(try Data(contentsOf: setting.kubectl.kubeconfig) == once)
     }
 
+    @Test("an existing user's static token, user name and password go, as kubectl would send them instead of running the plugin")
+    func competingCredentials() async throws {
+        let setting = try await signedIn(settingUp: nil)
+        for (field, value) in [("token", "OLD-STATIC-TOKEN"), ("username", "bob"), ("password", "pw")] {
+            let set = try await setting.kubectl.run("config", "set", "users.test-user.\(field)", value)
+            #expect(set.status == 0, "\(set)")
+        }
+        let setup = try await setting.scenario.authctl("kube-credential", "setup", "test-user")
+        #expect(setup.status == 0, "\(setup)")
+        let users = try #require(try await view(setting.kubectl)["users"] as? [[String: Any]])
+        let user = try #require(users.first { $0["name"] as? String == "test-user" }?["user"] as? [String: Any])
+        #expect(user["token"] == nil && user["username"] == nil && user["password"] == nil, "\(user)")
+        let run = try await setting.kubectl.run("get", "namespaces", "-o", "name")
+        #expect(run.status == 0, "\(run)")
+        let stats = try await setting.server.stats()
+        #expect(stats.unauthorized == 0)
+        #expect(stats.kinds.idToken == stats.requests)
+    }
+
     @Test("kubectl lists the namespaces with the session's ID token, verified by the API server against the provider's keys")
     func idToken() async throws {
         let setting = try await signedIn()

@@ -15,8 +15,11 @@ extension LoginService {
             switch step {
             case .post(let notice):
                 Task {
-                    let id = try? await offload { () throws(AuthError) -> UInt32 in
-                        try Self.post(notice, on: connection)
+                    var id: UInt32?
+                    do throws(AuthError) {
+                        id = try await offload { () throws(AuthError) -> UInt32 in try Self.post(notice, on: connection) }
+                    } catch {
+                        self.warn("\(notice.service): \(error.explanation)")
                     }
                     trigger.yield(.noticePosted(notice, id))
                 }
@@ -42,7 +45,8 @@ extension LoginService {
     /// sign-in as its default action where it offers one. Blocks until the server answers.
     private static func post(_ notice: SessionEndNotices.Notice, on connection: GDBus.Connection) throws(AuthError) -> UInt32 {
         do throws(GLibError) {
-            let capabilities = try DesktopNotificationCalls.capabilities(connection, Deadline(seconds: notificationDeadline))
+            // A server that cannot say what it can do still shows text: without markup, then.
+            let capabilities = (try? DesktopNotificationCalls.capabilities(connection, Deadline(seconds: notificationDeadline))) ?? []
             let body = notice.reason == .removed ? "\(notice.account): its keyring item was removed."
                                                  : "\(notice.account): the session has ended. Sign in again to go on."
             return try DesktopNotificationCalls.notify(

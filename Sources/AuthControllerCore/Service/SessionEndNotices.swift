@@ -5,8 +5,7 @@
 ///
 /// A signal alone proves nothing (any peer on the bus can send one): an end another process
 /// announces is told only when serve knew the account as signed in and a re-read then shows
-/// the service signed out with the signal's sequence (and, where the settings keep it, for the
-/// signal's reason). One notice per ended session, closed by a later sign-in; the sign-in it
+/// the service signed out with the signal's sequence, for the signal's reason. One notice per ended session, closed by a later sign-in; the sign-in it
 /// offers starts only at the word of the notification server itself, once per notice.
 struct SessionEndNotices {
     /// A notice to post.
@@ -63,7 +62,10 @@ struct SessionEndNotices {
 
     /// A `LoginStatusChanged` signal from anyone: an end it claims waits for a re-read.
     mutating func signal(_ event: LoginEvent) {
-        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed, event.user != nil else { return }
+        // Only an account serve knew as signed in can have ended: a signal about any other is
+        // not kept (a flood of them about made-up services costs nothing).
+        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed,
+              let account = event.user, lastSignedIn[event.service]?.account == account else { return }
         var waiting = claims[event.service, default: []]
         guard !waiting.contains(event) else { return }
         waiting.append(event)
@@ -77,7 +79,7 @@ struct SessionEndNotices {
             if record.binding?.tokenProtocol == .oidc { openIDServices.insert(service) } else { openIDServices.remove(service) }
             if let waiting = claims[service] {
                 for claim in waiting where record.user == nil && record.sequence == claim.sequence
-                    && (record.endedBecause == nil || record.endedBecause == claim.reason)
+                    && record.endedBecause == claim.reason
                     && lastSignedIn[service].map({ $0.account == claim.user && $0.sequence < claim.sequence }) == true {
                     steps += tell(Notice(service: service, account: claim.user!, reason: claim.reason, sequence: claim.sequence,
                                          offersSignIn: record.binding?.tokenProtocol == .oidc))

@@ -119,7 +119,7 @@ public struct KeyFileSettingsStore: SettingsStore {
         set("refresh-expires-at", times?.refreshExpiresAt.map(Timestamp.rfc3339(microseconds:)))
         set("clock-offset", times.map { String($0.clockOffset) })
         set("access-lifetime", times?.accessLifetime.map { String($0) })
-        set("ended", record.user == nil && record.binding != nil ? record.endedBecause?.rawValue : nil)
+        set("ended", record.user == nil ? record.endedBecause?.rawValue : nil)
         // Written only when the server issued no refresh token: files of earlier versions, which
         // lack the key, describe renewable tokens.
         set("renewable", times.flatMap { $0.renewable ? nil : "false" })
@@ -233,7 +233,7 @@ public struct KeyFileSettingsStore: SettingsStore {
         }
         guard let user = try value("user"), !user.isEmpty else {
             // A hint only: a value this version does not know is no reason.
-            if record.binding != nil { record.endedBecause = try value("ended").flatMap(LoginEvent.Reason.init(rawValue:)) }
+            record.endedBecause = try value("ended").flatMap(LoginEvent.Reason.init(rawValue:))
             return record
         }
         guard let account = AccountID(rawValue: user) else { throw Corrupt(reason: "'user' is not a valid account id") }

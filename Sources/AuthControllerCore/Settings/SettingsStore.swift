@@ -13,9 +13,9 @@ public struct SessionRecord: Equatable, Sendable {
     public var binding: ServerBinding?
     /// The signed-in account's token lifetimes (bound services only).
     public var tokenTimes: TokenTimes?
-    /// While nobody is signed in to a bound service: why the last session ended (the reason of
-    /// its `signed-out` event), so a process that waited while it ended can tell a session the
-    /// server ended from one that was signed out.
+    /// While nobody is signed in: why the last session ended (the reason of its `signed-out`
+    /// event), so a process that waited while it ended can tell a session the server ended from
+    /// one that was signed out, and `serve` an end another process announced from a forged one.
     public var endedBecause: LoginEvent.Reason?
     /// The signed-in account's e-mail address, as an OpenID provider vouched for it; the avatar
     /// is that address's.
@@ -45,7 +45,7 @@ public struct SessionRecord: Equatable, Sendable {
     /// The record once nobody is signed in, the last event being `sequence`, for `reason`: the
     /// binding stays.
     public func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
-        var record = SessionRecord(sequence: sequence, binding: binding, endedBecause: binding == nil ? nil : reason)
+        var record = SessionRecord(sequence: sequence, binding: binding, endedBecause: reason)
         record.gitHosts = gitHosts
         record.registries = registries
         return record

@@ -9,7 +9,7 @@ public struct RegistryHost: Hashable, Sendable, CustomStringConvertible {
     /// The registry that `text` names, as a client sends it or a person types it: a bare
     /// `HOST[:PORT]`, or a URL whose scheme and path are ignored, in any case, with white space
     /// around it. The host is a DNS name or IPv4 address of letters, digits, `.`, `-` and `_`,
-    /// or an IPv6 address in brackets; a port is 1–65535. `nil` for anything else (a user name
+    /// or an IPv6 address in brackets; a port is 1–65535, without leading zeros. `nil` for anything else (a user name
     /// or a character outside ASCII among them: a look-alike is another registry).
     public init?(_ text: String) {
         var authority = Substring(text.trimmingWhiteSpace)
@@ -33,18 +33,23 @@ public struct RegistryHost: Hashable, Sendable, CustomStringConvertible {
             let rest = lowered[lowered.index(after: close)...]
             guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
             port = rest.isEmpty ? nil : rest.dropFirst()
-            guard host.utf8.dropFirst().dropLast().allSatisfy({ $0.isASCIIHexDigit || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }),
-                  host.utf8.count > 2 else { return nil }
+            let address = host.dropFirst().dropLast()
+            guard address.utf8.allSatisfy({ $0.isASCIIHexDigit || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }),
+                  address.utf8.count >= 2, address.contains(":"), address.split(separator: ":", omittingEmptySubsequences: false).count <= 8
+            else { return nil }
         } else {
             let parts = lowered.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             host = parts[0]
             port = parts.count == 2 ? parts[1] : nil
+            // Labels of a DNS name (or an IPv4 address), none of them empty: `.`, `..` and `a..b`
+            // name nothing.
             guard (1...253).contains(host.utf8.count), host.utf8.allSatisfy({
                 $0.isASCIILetterOrDigit || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
-            }) else { return nil }
+            }), !host.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) else { return nil }
         }
         if let port {
-            guard (1...5).contains(port.utf8.count), port.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+            // Written as clients write it: a port with leading zeros is another key to them.
+            guard (1...5).contains(port.utf8.count), port.utf8.allSatisfy({ (0x30...0x39).contains($0) }), !port.hasPrefix("0"),
                   let number = Int(port), (1...65535).contains(number) else { return nil }
             rawValue = "\(host):\(number)"
         } else {
@@ -61,6 +66,7 @@ public struct RegistryHost: Hashable, Sendable, CustomStringConvertible {
     /// Whether `other` is the same registry: `HOST` is `HOST:443`.
     public func isSameRegistry(as other: RegistryHost) -> Bool { identity == other.identity }
 
+    /// `host` or `host:port`, as kept.
     public var description: String { rawValue }
 }
 
@@ -87,6 +93,7 @@ public struct ServedRegistry: Equatable, Sendable, CustomStringConvertible {
         self.init(host: host, username: parts.count == 2 ? String(parts[1]) : nil)
     }
 
+    /// `HOST[:PORT][=USERNAME]`, as the settings keep it.
     public var description: String { host.rawValue + (username.map { "=" + $0 } ?? "") }
 
     static func isValid(username: String) -> Bool {
@@ -118,6 +125,7 @@ public struct DockerCredential: Equatable, Sendable, Encodable {
         case secret = "Secret"
     }
 
+    /// `{"ServerURL":…,"Username":…,"Secret":…}`, the protocol's answer to `get`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(serverURL, forKey: .serverURL)
@@ -160,6 +168,22 @@ extension AuthController {
             return Change(record: updated)
         }
         return added
+    }
+
+    /// Removes `host` from the registries this service serves; `false` when it did not serve it.
+    /// Blocks on the settings lock.
+    @discardableResult
+    public func removeRegistry(_ host: RegistryHost) throws(AuthError) -> Bool {
+        var removed = false
+        _ = try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            var updated = record
+            updated.registries.removeAll { $0.host.isSameRegistry(as: host) }
+            guard updated.registries.count != record.registries.count else { return Change() }
+            removed = true
+            return Change(record: updated)
+        }
+        return removed
     }
 
     /// The access token for the registry a client named as `serverURL` (see

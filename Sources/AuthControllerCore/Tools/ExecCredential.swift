@@ -25,6 +25,7 @@ public struct ExecCredential: Equatable, Sendable, Encodable {
     /// still-valid token is handed out unrefreshed.
     public var warnings: [AuthError.Message]
 
+    /// An answer in `apiVersion` with `token`, which expires at `expiresAt`.
     public init(apiVersion: APIVersion, token: String, expiresAt: Date?, warnings: [AuthError.Message] = []) {
         self.apiVersion = apiVersion
         self.token = token
@@ -47,7 +48,9 @@ public struct ExecCredential: Equatable, Sendable, Encodable {
         }
         guard let version = APIVersion(rawValue: request.apiVersion) else {
             let versions = APIVersion.allCases.map(\.rawValue).joined(separator: " and ")
-            throw .invalidInput("KUBERNETES_EXEC_INFO asks for apiVersion '\(request.apiVersion.controlCharactersEscaped.prefix(200))'; only \(versions) are spoken")
+            // Echoed only when it is plain text: nothing in it can reorder or hide the line.
+            let printable = request.apiVersion.utf8.count <= 200 && request.apiVersion.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+            throw .invalidInput("KUBERNETES_EXEC_INFO asks for \(printable ? "apiVersion '\(request.apiVersion)'" : "another apiVersion"); only \(versions) are spoken")
         }
         return version
     }

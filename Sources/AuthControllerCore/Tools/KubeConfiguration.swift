@@ -10,7 +10,11 @@ package enum KubeConfiguration {
     /// plugin (API version `client.authentication.k8s.io/v1beta1`), keeping every other entry
     /// and every other field of that user. Running it again leaves the same bytes.
     ///
-    /// kubectl missing or failing is ``AuthError/unavailable(_:detail:)-enum.case``, and the
+    /// Any static token or user name and password of that user go: kubectl would send them
+    /// instead of running the plugin.
+    ///
+    /// kubectl missing or failing is ``AuthError/unavailable(_:detail:)-enum.case`` (one that
+    /// hangs, ``AuthError/temporaryFailure(_:detail:)-enum.case``), and the
     /// kubeconfig files — `files`, those kubectl reads (`KUBECONFIG`'s, else `~/.kube/config`) —
     /// are then put back as they were.
     package static func setExecCredential(user: String, command: String, arguments: [String], files: [String]) async throws(AuthError) {
@@ -18,15 +22,18 @@ package enum KubeConfiguration {
         do throws(AuthError) {
             // kubectl 1.20 (Debian 12's) panics on `set-credentials` for a user the file does
             // not have yet; one made with `config set` first is then changed without trouble,
-            // and the placeholder goes again.
-            let isNew = try await !userNames().contains(user)
-            if isNew { try await kubectl(["config", "set", "users.\(user).username", "placeholder"]) }
+            // and the placeholder goes again, with the user's other credentials.
+            if try await fields(of: user) == nil { try await kubectl(["config", "set", "users.\(user).username", "placeholder"]) }
             try await kubectl(["config", "set-credentials", user, "--exec-command=\(command)",
                                "--exec-api-version=\(ExecCredential.APIVersion.v1beta1.rawValue)"]
                               + arguments.map { "--exec-arg=\($0)" })
-            if isNew { try await kubectl(["config", "unset", "users.\(user).username"]) }
-            guard try await userNames().contains(user) else {
-                throw .unavailable("kubectl config did not keep the user \(user)")
+            // kubectl sends a static token or a user name and password rather than run the
+            // plugin: they go (a placeholder left by an interrupted set-up among them).
+            for field in try await fields(of: user) ?? [] where Self.competingCredentials.contains(field) {
+                try await kubectl(["config", "unset", "users.\(user).\(field)"])
+            }
+            guard try await fields(of: user)?.contains("exec") == true else {
+                throw .unavailable("kubectl config did not keep the exec plugin of the user \(user)")
             }
         } catch {
             for (path, bytes) in before { restore(path, bytes) }
@@ -47,22 +54,56 @@ package enum KubeConfiguration {
         try? descriptor.close()
     }
 
-    /// The names of the users in the kubeconfig, as kubectl merges its files.
-    private static func userNames() async throws(AuthError) -> [String] {
+    /// The credentials of a kubeconfig user that kubectl uses before an exec plugin.
+    static let competingCredentials: Set<String> = ["token", "tokenFile", "username", "password", "auth-provider"]
+
+    /// The fields of the kubeconfig user `user` (`exec`, `token`, …), as kubectl merges its
+    /// files; `nil` when there is no such user.
+    private static func fields(of user: String) async throws(AuthError) -> [String]? {
         struct View: Decodable {
-            struct User: Decodable { var name: String }
+            struct User: Decodable {
+                var name: String
+                var user: [String: JSONValue]?
+            }
             var users: [User]?
         }
         let json = try await kubectl(["config", "view", "--raw", "-o", "json"])
         guard let view = try? JSONDecoder().decode(View.self, from: Data(json.utf8)) else {
             throw .unavailable("kubectl config view printed something that is not a kubeconfig")
         }
-        return view.users?.map(\.name) ?? []
+        return view.users?.last { $0.name == user }.map { entry in
+            (entry.user ?? [:]).filter { $0.value != .null }.keys.sorted()
+        }
     }
 
-    /// What kubectl printed on stdout; a failure names its first line on stderr.
+    /// How long one kubectl command may take: it reads and writes a file, asking no server.
+    static let kubectlDeadline = Duration.seconds(30)
+
+    /// What kubectl printed on stdout; a failure names its first line on stderr. A kubectl that
+    /// has not finished within ``kubectlDeadline`` is killed: a failure.
     @discardableResult
     private static func kubectl(_ arguments: [String]) async throws(AuthError) -> String {
+        let outcome = await withTaskGroup(of: Result<String, AuthError>?.self) { group in
+            group.addTask {
+                do throws(AuthError) { return .success(try await run(arguments)) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: kubectlDeadline)
+                return nil
+            }
+            // The first to end: the command, or the deadline, which cancels it (swift-subprocess
+            // then kills the child).
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let outcome else {
+            throw .temporaryFailure("kubectl \(arguments.prefix(2).joined(separator: " ")) did not finish within \(kubectlDeadline.components.seconds) s")
+        }
+        return try outcome.get()
+    }
+
+    private static func run(_ arguments: [String]) async throws(AuthError) -> String {
         let status: TerminationStatus
         let printed: String?
         let said: String?

@@ -52,7 +52,7 @@ struct DockerCredential: AsyncParsableCommand {
             if registry != nil { throw ValidationError("\(action) takes no registry: the client writes it on standard input") }
             if username != nil || config != nil { throw ValidationError("--username and --config are for setup") }
         }
-        if config?.isEmpty == true { throw ValidationError("--config takes the path of a file") }
+        if let config, config.isEmpty || config.hasSuffix("/") { throw ValidationError("--config takes the path of a file, not a folder") }
     }
 
     func run() async throws {
@@ -78,10 +78,20 @@ struct DockerCredential: AsyncParsableCommand {
         if let other = try controller.service(servingRegistry: host), other != controller.service {
             throw AuthError.invalidInput("\(other) already serves the registry \(host); a registry gets the token of one service")
         }
-        // The Docker configuration first: when it cannot be written, the settings stay as they were.
+        // The settings first: a registry listed there that no client asks about yet harms nothing,
+        // while credHelpers naming authctl for a registry it does not serve would hide the
+        // client's own login (credHelpers wins over auths). The Docker configuration failing
+        // takes the registry out again.
         let file = config ?? Self.defaultConfiguration
-        let helperSet = try DockerConfiguration.setCredentialHelper("authctl", for: host.rawValue, in: file)
+        let existed = try controller.registries().contains { $0.host.isSameRegistry(as: host) }
         let added = try controller.addRegistry(registry)
+        let helperSet: Bool
+        do {
+            helperSet = try DockerConfiguration.setCredentialHelper("authctl", for: host.rawValue, in: file)
+        } catch {
+            if !existed { _ = try? controller.removeRegistry(host) }
+            throw error
+        }
         try Output.line(added || helperSet ? "\(host) now gets the access token of \(controller.service) (credential helper set in \(file))."
                                            : "\(host) already gets the access token of \(controller.service).")
     }

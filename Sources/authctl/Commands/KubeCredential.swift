@@ -62,10 +62,12 @@ struct KubeCredential: AsyncParsableCommand {
         guard let binary = ProcessEnvironment.executablePath else {
             throw AuthError.unavailable("cannot tell where this authctl is (/proc/self/exe); kubectl needs its absolute path")
         }
-        try await KubeConfiguration.setExecCredential(
-            user: user, command: binary,
-            arguments: ["--service", controller.service.rawValue, "kube-credential"] + (accessToken ? ["--access-token"] : []),
-            files: Self.kubeconfigFiles)
+        // SIGINT, SIGTERM and SIGHUP wait until kubectl has written its file, or the file is put
+        // back: a kubeconfig left half-changed would send kubectl's requests with no credential.
+        let arguments = ["--service", controller.service.rawValue, "kube-credential"] + (accessToken ? ["--access-token"] : [])
+        try await FirstSignal.deferred { () async throws(AuthError) in
+            try await KubeConfiguration.setExecCredential(user: user, command: binary, arguments: arguments, files: Self.kubeconfigFiles)
+        }
         try Output.line("kubectl's user \(user) now gets the \(accessToken ? "access" : "ID") token of \(controller.service).")
     }
 
