@@ -12,14 +12,20 @@ demo: deps
 # (`make -o build -o manual-tool install`, and the same for `uninstall`). The documentation is built
 # first for the same reason, and so that a broken link fails CI.
 
-# Two suites have passes of their own after the rest: the tests against every Secret Service start
-# KeePassXC and KWallet (Qt programs, a second of both cores each), and the gnome-keyring load test
-# is a minute of six processes looping against the keyring with serve running. Beside the rest,
-# every timing the other tests measure would be their load's.
-test: deps install-prerequisites docs
-	swift test --skip 'SecretServiceImplementationTests|KeyringLoadTests'
+# Some suites have passes of their own after the rest: the tests with the other tools (kubectl,
+# skopeo and a registry, dunst under Xvfb, each beside an identity provider), the tests against every
+# Secret Service (KeePassXC and KWallet: Qt programs, a second of both cores each), the gnome-keyring
+# load test (a minute of six processes looping against the keyring with serve running), and the
+# Debian package's tests, which install it into a clean Debian 12 system (apt, dpkg, a keyring daemon
+# and a bus at work there; `make deb` builds the package first). Beside the rest, every timing the
+# other tests measure would be their load's.
+TOOL_SUITES = KubeAPIServerTests|KubectlTests|ContainerRegistryTests|ContainerRegistryHelperTests|NotificationServerTests|NotificationTests
+test: deps install-prerequisites docs deb
+	swift test --skip 'SecretServiceImplementationTests|KeyringLoadTests|DebianPackageTests|$(TOOL_SUITES)'
+	swift test --filter '$(TOOL_SUITES)'
 	swift test --filter SecretServiceImplementationTests
 	swift test --filter KeyringLoadTests
+	swift test --filter DebianPackageTests
 
 # The DocC documentation of the library as one archive, with every warning an error: the articles of
 # Sources/AuthController/AuthController.docc, AuthControllerCore's symbols and its catalog's landing
