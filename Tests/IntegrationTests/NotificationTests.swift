@@ -84,6 +84,22 @@ struct NotificationTests {
         #expect(try await dunst.history().count == 1)
     }
 
+    @Test("the body's &, < and > are escaped for a server that reads markup, and only for one", arguments: [true, false])
+    func markup(bodyMarkup: Bool) async throws {
+        let sandbox = try await OwnSandbox.start()
+        defer { sandbox.stop() }
+        let server = try await NotificationPeer.recordingServer(in: sandbox, capabilities: ["actions", "body"] + (bodyMarkup ? ["body-markup"] : []))
+        let scenario = try await Scenario(sandbox: sandbox)
+        try await signInLocally(scenario, "<b>ada&co</b>@example.org")
+        let desktop = try await serving(sandbox, scenario)
+        defer { desktop.serve.signal(SIGTERM) }
+        try await removeItem(scenario)
+        let notify = try #require(await server.waitForCalls { $0.notify != nil }.first?.notify)
+        #expect(notify.body == (bodyMarkup ? "&lt;b&gt;ada&amp;co&lt;/b&gt;@example.org: its keyring item was removed."
+                                           : "<b>ada&co</b>@example.org: its keyring item was removed."))
+        await server.stop()
+    }
+
     @Test("a session the provider ended: the notification's action, taken in dunst, signs in again in the browser")
     func expiredAndSignInAgain() async throws {
         let sandbox = try await OwnSandbox.start()

@@ -25,17 +25,6 @@ enum SignInPage {
 
     /// `text` with HTML's special characters as character references.
     static func escaped(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            case "'": result += "&#39;"
-            default: result.append(character)
-            }
-        }
-        return result
+        Markup.escaped(text, quotes: true)
     }
 }

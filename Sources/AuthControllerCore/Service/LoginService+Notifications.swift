@@ -51,27 +51,11 @@ extension LoginService {
                                                  : "\(notice.account): the session has ended. Sign in again to go on."
             return try DesktopNotificationCalls.notify(
                 connection, appName: notificationAppName, summary: "Signed out of \(notice.service)",
-                body: capabilities.contains("body-markup") ? body.escapingMarkup : body,
+                body: capabilities.contains("body-markup") ? Markup.escaped(body, quotes: false) : body,
                 actions: notice.offersSignIn ? [("default", "Sign in again")] : [], desktopEntry: desktopEntry,
                 Deadline(seconds: notificationDeadline))
         } catch {
             throw .unavailable("the desktop's notification server did not take the notice: \(error.message)")
         }
-    }
-}
-
-private extension String {
-    /// `&`, `<` and `>` as the markup of notification bodies writes them.
-    var escapingMarkup: String {
-        var escaped = ""
-        for character in self {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
     }
 }
