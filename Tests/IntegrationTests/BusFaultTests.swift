@@ -70,7 +70,7 @@ struct BusFaultTests {
             run = try await scenario.authctl(arguments, input: Array("pw".utf8))
             #expect(run.status == 75, "\(arguments): \(run)")
             #expect(run.seconds < 5, "\(arguments): \(run)")
-            #expect(run.stderr.contains("did not answer within 4.5 s"), "\(arguments): \(run)")
+            #expect(run.stderr.contains("did not answer within 4 s"), "\(arguments): \(run)")
         }
         run = try await scenario.authctl("doctor")
         #expect(run.status == 75, "\(run)")

@@ -39,8 +39,9 @@ final class SessionBus: Sendable {
     }
 
     /// At most this long to connect and authenticate, whatever the calls' deadline: a bus that
-    /// does not answer its handshake is not there, and a command must end within 5 s.
-    static let connectTimeout = 4.5
+    /// does not answer its handshake is not there, and a command must end within 5 s: a second is
+    /// left for starting and ending the process on a loaded machine.
+    static let connectTimeout = 4.0
 
     /// The open connection, connecting (again) when there is none or it was closed.
     func connection(timeout: Double) throws(AuthError) -> GDBus.Connection {
