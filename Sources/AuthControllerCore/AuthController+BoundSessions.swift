@@ -13,7 +13,7 @@ extension AuthController {
     /// method `GetToken` of `serve` hand it out.
     public struct AccessToken: Equatable, Sendable {
         /// The signed-in account the token belongs to.
-        public var user: AccountID
+        public var account: AccountID
         /// The token itself, for an `Authorization` header.
         public var token: String
         /// Its type, as the server named it (usually `Bearer`).
@@ -30,8 +30,8 @@ extension AuthController {
         /// offset; `nil` when there is none or its expiry is unknown.
         public var idTokenExpiresAt: Date?
 
-        init(user: AccountID, tokens: TokenSet, times: TokenTimes?, warnings: [AuthError.Message] = []) {
-            self.user = user
+        init(account: AccountID, tokens: TokenSet, times: TokenTimes?, warnings: [AuthError.Message] = []) {
+            self.account = account
             token = tokens.accessToken
             idToken = tokens.idToken
             tokenType = tokens.tokenType
@@ -67,7 +67,7 @@ extension AuthController {
         // An ID token about to expire is renewed as a forced refresh would renew it.
         let forceRefresh = forceRefresh || (checkingIDToken && idTokenIsDue(session, minValid: minValid))
         guard forceRefresh || isDue(session.times, minValid: minValid) else {
-            return AccessToken(user: session.user, tokens: session.tokens, times: session.times)
+            return AccessToken(account: session.user, tokens: session.tokens, times: session.times)
         }
         return try await refreshes.run { () async throws(AuthError) -> AccessToken in
             var locked = false
@@ -241,7 +241,7 @@ extension AuthController {
     /// be renewed, so a forced refresh says so in a warning and asks no server.
     private func unrenewable(_ session: Session, forced: Bool) -> AccessToken {
         let warning: AuthError.Message = "the token server \(session.binding.server) issued no refresh token, so the access token cannot be renewed; it is used as it is until it expires"
-        return AccessToken(user: session.user, tokens: session.tokens, times: session.times,
+        return AccessToken(account: session.user, tokens: session.tokens, times: session.times,
                            warnings: forced ? [warning] : [])
     }
 
@@ -251,10 +251,10 @@ extension AuthController {
     private func refreshLockNotHad(_ error: AuthError, seen: Session, minValid: UInt64) throws(AuthError) -> AccessToken {
         let session = try currentSession()
         if session.tokens != seen.tokens, !isDue(session.times, minValid: minValid) {
-            return AccessToken(user: session.user, tokens: session.tokens, times: session.times)
+            return AccessToken(account: session.user, tokens: session.tokens, times: session.times)
         }
         if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
-        return AccessToken(user: session.user, tokens: session.tokens, times: session.times,
+        return AccessToken(account: session.user, tokens: session.tokens, times: session.times,
                            warnings: ["could not refresh the access token (\(error.explanation)); it is still valid, so it is used as it is"])
     }
 
@@ -300,7 +300,7 @@ extension AuthController {
         guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forced) }
         // Another process may have refreshed while this one waited: its token is used as it is.
         if forced ? session.tokens != seen.tokens : !isDue(session.times, minValid: minValid) {
-            return AccessToken(user: user, tokens: session.tokens, times: session.times)
+            return AccessToken(account: user, tokens: session.tokens, times: session.times)
         }
         let grant: TokenGrant
         do {
@@ -324,7 +324,7 @@ extension AuthController {
             }
             throw error
         }
-        return AccessToken(user: user, tokens: grant.tokens, times: grant.times(previous: previous),
+        return AccessToken(account: user, tokens: grant.tokens, times: grant.times(previous: previous),
                            warnings: outcome.warnings)
     }
 
@@ -334,12 +334,12 @@ extension AuthController {
         if case .denied = error {
             let again = try keyring.value(TokenSet.self, service: service, account: session.user, server: session.binding.server)
             if let again, again.refreshToken != session.tokens.refreshToken {
-                return AccessToken(user: session.user, tokens: again, times: try intactRecord().tokenTimes)
+                return AccessToken(account: session.user, tokens: again, times: try intactRecord().tokenTimes)
             }
             throw try endSession(of: session.user, reason: .expired) ?? error
         }
         if let expiresAt = session.times.accessExpiresAt, expiresAt <= clock() { throw error }
-        return AccessToken(user: session.user, tokens: session.tokens, times: session.times,
+        return AccessToken(account: session.user, tokens: session.tokens, times: session.times,
                            warnings: ["could not refresh the access token (\(error.explanation)); it is still valid, so it is used as it is"])
     }
 

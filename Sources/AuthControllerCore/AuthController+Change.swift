@@ -104,9 +104,9 @@ extension AuthController {
         guard !overflow, number < .max else {
             throw .settingsUnsafe("the event sequence of \(service) in the settings file is at its limit (\(sequence)); remove its `sequence` line to start again at 0")
         }
-        return LoginEvent(service: service, status: status, user: user, reason: reason, name: name,
+        return LoginEvent(service: service, status: status, account: user, reason: reason, name: name,
                           timestamp: Timestamp.date(microseconds: time),
-                          sequence: number, previousUser: previousUser)
+                          sequence: number, previousAccount: previousUser)
     }
 
     /// Broadcasts under the lock, so processes' events go out in the order of their changes.

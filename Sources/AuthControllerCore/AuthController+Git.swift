@@ -3,7 +3,7 @@
 extension AuthController {
     /// The hosts `git` may be given the access token for, as git names them (`HOST` or
     /// `HOST:PORT`). Blocks briefly on the settings file; never prompts.
-    public func gitHosts() throws(AuthError) -> [String] {
+    package func gitHosts() throws(AuthError) -> [String] {
         try intactRecord().gitHosts
     }
 
@@ -11,7 +11,7 @@ extension AuthController {
     /// `false` when it was there already. The service must be bound to a token server
     /// (``AuthError/invalidInput(_:)-enum.case`` otherwise). Blocks on the settings lock.
     @discardableResult
-    public func addGitHost(_ host: String) throws(AuthError) -> Bool {
+    package func addGitHost(_ host: String) throws(AuthError) -> Bool {
         var added = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
@@ -32,7 +32,7 @@ extension AuthController {
     /// ``accessToken(minValid:forceRefresh:checkingIDToken:)`` refreshes it. `false`, and nothing
     /// changes, when nobody is signed in or `token` is not the stored access token. Never prompts.
     @discardableResult
-    public func expireAccessToken(_ token: String? = nil) throws(AuthError) -> Bool {
+    package func expireAccessToken(_ token: String? = nil) throws(AuthError) -> Bool {
         var expired = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
@@ -53,11 +53,11 @@ extension AuthController {
 }
 
 /// A host as git's credential protocol names it (`HOST` or `HOST:PORT`).
-public enum GitHost {
+package enum GitHost {
     /// A git host's URL — `https://HOST[:PORT]`, or `http://` to a
     /// loopback host, by the rules of ``ServerURL``, without a path, query or fragment — and the
     /// host it names, as git sends it. A broken rule is ``AuthError/invalidInput(_:)-enum.case``.
-    public static func parse(setupURL text: String) throws(AuthError) -> (url: ServerURL, host: String) {
+    package static func parse(setupURL text: String) throws(AuthError) -> (url: ServerURL, host: String) {
         let url = try ServerURL(validating: text, role: "git URL")
         let afterScheme = url.rawValue.split(separator: "://", maxSplits: 1).last.map(String.init) ?? ""
         guard let slash = afterScheme.firstIndex(of: "/"), afterScheme[slash...] == "/" else {

@@ -50,7 +50,7 @@ extension AuthController {
         let current = try status()
         // Any unlock prompt comes now: a locked keyring answers the status from the settings alone.
         if current.keyringLocked { try keyring.unlock() }
-        guard let account = current.user,
+        guard let account = current.account,
               let stored = try keyring.secret(service: service, account: account) else {
             throw .notSignedIn("nobody is signed in to \(service)")
         }

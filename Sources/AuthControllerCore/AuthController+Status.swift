@@ -29,9 +29,9 @@ extension AuthController {
         }
         // A bound session also ends when its known end has passed (see `sessionHasEnded`).
         guard let user = signedIn, !sessionHasEnded(record) else { return status }
-        status.user = user
+        status.account = user
         status.name = record.name
-        status.email = record.email
+        status.verifiedEmail = record.email
         status.signedInAt = record.signedInAt.flatMap(Timestamp.microseconds(rfc3339:)).map(Timestamp.date(microseconds:))
         status.accessTokenExpiresAt = record.tokenTimes?.accessExpiresAt.map(Timestamp.date(microseconds:))
         status.refreshTokenExpiresAt = record.tokenTimes?.refreshExpiresAt.map(Timestamp.date(microseconds:))
@@ -42,7 +42,7 @@ extension AuthController {
     /// in), for listeners that print where things stand before the first change. Never prompts.
     public func initialEvent() throws(AuthError) -> LoginEvent {
         let status = try status()
-        return LoginEvent(service: service, status: status.isSignedIn ? .signedIn : .signedOut, user: status.user,
+        return LoginEvent(service: service, status: status.isSignedIn ? .signedIn : .signedOut, account: status.account,
                           reason: .initial, name: status.name ?? "", timestamp: Timestamp.date(microseconds: clock()),
                           sequence: status.sequence)
     }
@@ -114,7 +114,7 @@ public struct LoginStatus: Equatable, Sendable {
     /// The service.
     public var service: ServiceName
     /// The signed-in account, or `nil` when signed out.
-    public var user: AccountID?
+    public var account: AccountID?
     /// The signed-in account's display name.
     public var name: String?
     /// When the signed-in account signed in; `nil` when signed out or not recorded.
@@ -130,13 +130,13 @@ public struct LoginStatus: Equatable, Sendable {
     /// When its refresh token expires, likewise.
     public var refreshTokenExpiresAt: Date?
     /// The signed-in account's e-mail address, when an OpenID provider vouched for one.
-    public var email: String?
+    public var verifiedEmail: String?
 
     /// A status with the given parts; token times start unknown.
-    public init(service: ServiceName, user: AccountID? = nil, name: String? = nil, signedInAt: Date? = nil,
+    public init(service: ServiceName, account: AccountID? = nil, name: String? = nil, signedInAt: Date? = nil,
                 sequence: UInt64, keyringLocked: Bool) {
         self.service = service
-        self.user = user
+        self.account = account
         self.name = name
         self.signedInAt = signedInAt
         self.sequence = sequence
@@ -144,14 +144,14 @@ public struct LoginStatus: Equatable, Sendable {
     }
 
     /// Whether someone is signed in.
-    public var isSignedIn: Bool { user != nil }
+    public var isSignedIn: Bool { account != nil }
 
-    /// The Gravatar URL of the signed-in account's e-mail address (``email``), else of its id:
+    /// The Gravatar URL of the signed-in account's e-mail address (``verifiedEmail``), else of its id:
     /// MD5 of the trimmed, lower-cased text.
     public var avatarURL: String? {
-        guard let user else { return nil }
+        guard let account else { return nil }
         // Unicode's White_Space property is the set Foundation's `.whitespacesAndNewlines` trims.
-        let scalars = (email ?? user.rawValue).unicodeScalars
+        let scalars = (verifiedEmail ?? account.rawValue).unicodeScalars
         let start = scalars.firstIndex { !$0.properties.isWhitespace } ?? scalars.endIndex
         let end = scalars.lastIndex { !$0.properties.isWhitespace }.map(scalars.index(after:)) ?? start
         let normalized = String(scalars[start..<end]).lowercased()

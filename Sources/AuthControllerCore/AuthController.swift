@@ -140,7 +140,7 @@ public final class AuthController: Sendable {
     /// The signed-in user, or `nil` (also when that cannot be found out): ``status()``'s account
     /// id and display name. Blocks on the keyring briefly; never prompts.
     public var currentUser: User? {
-        guard let status = try? status(), let user = status.user else { return nil }
+        guard let status = try? status(), let user = status.account else { return nil }
         return User(name: status.name ?? "", email: user.rawValue)
     }
 

@@ -60,7 +60,7 @@ extension AuthController {
         AuthController(
             service: service,
             keyring: SecretServiceStore(promptAllowed: prompting && environment.canShowPrompts,
-                                        promptTimeout: keyringTimeout?.seconds ?? 60, callTimeout: keyringTimeout?.seconds ?? 5,
+                                        promptTimeout: keyringTimeout ?? .seconds(60), callTimeout: keyringTimeout ?? .seconds(5),
                                         backend: environment.keyringBackend),
             settings: KeyFileSettingsStore(directory: environment.settingsDirectory),
             broadcaster: DBusBroadcaster(busAddress: busAddress),

@@ -1,41 +1,41 @@
 /// Diagnoses what authctl needs, without prompting and without waiting past its deadlines:
 /// the session bus, the Secret Service, its default collection and whether it is locked, a
 /// store-and-delete probe, the settings folder and file, and Argon2 hashing.
-public struct Doctor: Sendable {
+package struct Doctor: Sendable {
     /// One diagnosis.
-    public struct Check: Equatable, Sendable {
+    package struct Check: Equatable, Sendable {
         /// A short stable identifier, e.g. `session-bus`.
-        public var name: String
+        package var name: String
         /// What was found (or why it failed).
-        public var detail: AuthError.Message
+        package var detail: AuthError.Message
         /// What to do about a failure; `nil` when the check passed.
-        public var fix: AuthError.Message?
+        package var fix: AuthError.Message?
         /// The failure the check found, whose family a front end reports; `nil` when the check passed.
-        public var failure: AuthError?
+        package var failure: AuthError?
         /// On the `secret-service` check: the program that serves the Secret Service
         /// (`gnome-keyring-daemon`, `kwalletd5`, `keepassxc`, the bus name when its process cannot
         /// be read, or `libsecret file keyring`).
-        public var implementation: String?
+        package var implementation: String?
 
         /// Whether the check passed.
-        public var ok: Bool { failure == nil }
+        package var ok: Bool { failure == nil }
     }
 
     /// The service whose settings are checked.
-    public let service: ServiceName
+    package let service: ServiceName
     /// The folder of the settings file.
-    public let settingsDirectory: String
+    package let settingsDirectory: String
     /// Seconds the whole diagnosis may take.
-    public let timeout: Double
+    package let timeout: Double
     /// Where libsecret keeps items: the session bus's Secret Service, or its file keyring.
-    public let keyringBackend: SecretServiceStore.Backend
+    package let keyringBackend: SecretServiceStore.Backend
     /// The file keyring's path, as libsecret finds it, to name it.
-    public let fileKeyringPath: String?
+    package let fileKeyringPath: String?
 
     /// A diagnosis of `service`'s settings in `settingsDirectory` and of the keyring (the session
     /// bus's Secret Service, or libsecret's file keyring), within `timeout` seconds; nothing runs
     /// until ``run()``.
-    public init(service: ServiceName, settingsDirectory: String, timeout: Double = 5,
+    package init(service: ServiceName, settingsDirectory: String, timeout: Double = 5,
                 keyringBackend: SecretServiceStore.Backend = .secretService, fileKeyringPath: String? = nil) {
         self.service = service
         self.settingsDirectory = settingsDirectory
@@ -48,14 +48,14 @@ public struct Doctor: Sendable {
     /// when an earlier one they depend on failed. The local checks run first, so that the
     /// D-Bus checks share what is left of ``timeout``: the whole diagnosis ends within it even
     /// when the bus never answers.
-    public func run() -> [Check] {
+    package func run() -> [Check] {
         let started = Posix.monotonicSeconds()
         let settings = settingsCheck()
         let hashing = hashingCheck()
         // What the D-Bus checks may take together, keeping a margin for printing and exiting.
         let budget = max(0.1, timeout - (Posix.monotonicSeconds() - started) - 0.2)
         let bus = SessionBus.shared(address: nil)
-        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: budget, callTimeout: budget, backend: keyringBackend)
+        let keyring = SecretServiceStore(promptAllowed: false, promptTimeout: .seconds(budget), callTimeout: .seconds(budget), backend: keyringBackend)
         var checks: [Check] = []
         let giveUp = Posix.monotonicSeconds() + budget
         func remaining() -> Double { max(0.05, giveUp - Posix.monotonicSeconds()) }

@@ -105,9 +105,9 @@ public struct AccountID: RawRepresentable, Hashable, Comparable, Sendable, Custo
 }
 
 /// Display names: up to 256 bytes, no control characters.
-public enum DisplayName {
+package enum DisplayName {
     /// Returns `text` if it is a valid display name, or throws ``AuthError/invalidInput(_:)-enum.case``.
-    public static func validate(_ text: String) throws(AuthError) -> String {
+    package static func validate(_ text: String) throws(AuthError) -> String {
         guard text.utf8.count <= 256 else {
             throw .invalidInput("invalid display name: it is \(text.utf8.count) bytes long; the limit is 256")
         }

@@ -4,9 +4,9 @@ import FoundationEssentials
 /// `GetStatus` answers. Each front end renders the values its own way (times as RFC 3339 text
 /// in JSON and as µs on D-Bus; absent values as `null` in JSON and left out on D-Bus), so the
 /// two cannot disagree on which fields there are.
-public struct StatusField: Sendable, Equatable {
+package struct StatusField: Sendable, Equatable {
     /// A field's value.
-    public enum Value: Sendable, Equatable {
+    package enum Value: Sendable, Equatable {
         /// Text.
         case text(String)
         /// A flag.
@@ -20,12 +20,12 @@ public struct StatusField: Sendable, Equatable {
     }
 
     /// The field's name (`signedIn`, `accessTokenExpiresAt`, …).
-    public var name: String
+    package var name: String
     /// Its value.
-    public var value: Value
+    package var value: Value
 
     /// A field named `name` with `value`.
-    public init(_ name: String, _ value: Value) {
+    package init(_ name: String, _ value: Value) {
         self.name = name
         self.value = value
     }
@@ -34,7 +34,7 @@ public struct StatusField: Sendable, Equatable {
 extension LoginStatus {
     /// The status document's fields, in the order the documents list them. `name` is empty
     /// rather than unknown while someone is signed in, and absent when nobody is.
-    public var documentFields: [StatusField] {
+    package var documentFields: [StatusField] {
         func text(_ value: String?) -> StatusField.Value { value.map { .text($0) } ?? .absent }
         func time(_ value: Date?) -> StatusField.Value {
             value.map { .time(rfc3339: Timestamp.rfc3339($0), microseconds: Timestamp.microseconds($0)) } ?? .absent
@@ -42,7 +42,7 @@ extension LoginStatus {
         return [
             StatusField("service", .text(service.rawValue)),
             StatusField("signedIn", .flag(isSignedIn)),
-            StatusField("user", text(user?.rawValue)),
+            StatusField("user", text(account?.rawValue)),
             StatusField("name", text(isSignedIn ? name ?? "" : nil)),
             StatusField("signedInAt", time(signedInAt)),
             StatusField("sequence", .number(sequence)),

@@ -1,9 +1,9 @@
 /// What answers on a bus, for a program that waits for a Secret Service to come up (such as a
 /// sandbox that has just started its bus and keyring daemons). Each check is one short round trip over a
 /// private connection of its own, never the process's shared session bus.
-public enum SecretServiceProbe {
+package enum SecretServiceProbe {
     /// How far along a bus is.
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Nothing accepts a D-Bus connection at the address (yet).
         case noBus
         /// A bus answers, but nobody owns `org.freedesktop.secrets` on it.
@@ -19,7 +19,7 @@ public enum SecretServiceProbe {
     /// step; never starts a service (no auto-start) and never prompts.
     /// The corresponding D-Bus members are `org.freedesktop.DBus.NameHasOwner` and
     /// `org.freedesktop.Secret.Service.ReadAlias`.
-    public static func state(ofBusAt address: String, timeout: Double = 1) -> State {
+    package static func state(ofBusAt address: String, timeout: Double = 1) -> State {
         guard let connection = try? GDBus.connectionNewForAddress(address, Deadline(seconds: timeout)) else { return .noBus }
         let owned = try? GDBus.connectionCall(connection, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                               interface: "org.freedesktop.DBus", method: "NameHasOwner",

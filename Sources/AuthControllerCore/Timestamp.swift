@@ -3,10 +3,10 @@ public import FoundationEssentials
 /// RFC 3339 timestamps in UTC, without Foundation's date formatters, and the conversions between
 /// the microseconds since the Unix epoch that the settings file, the D-Bus API and the clock
 /// speak and the `Date`s of the Swift API.
-public enum Timestamp {
+package enum Timestamp {
     /// The `Date` `microseconds` after the Unix epoch, exact to the microsecond for any time
     /// before 2070.
-    public static func date(microseconds: UInt64) -> Date {
+    package static func date(microseconds: UInt64) -> Date {
         // Counted from the reference date (2001), whose seconds a `Date` keeps: the offset is
         // exact in integers, and then rounded once.
         Date(timeIntervalSinceReferenceDate: Double(Int64(clamping: microseconds) - referenceDateMicroseconds) / 1_000_000)
@@ -15,7 +15,7 @@ public enum Timestamp {
     /// Microseconds since the Unix epoch of `date`, rounded to the nearest; 0 for a date before
     /// 1970. The inverse of ``date(microseconds:)``, as the settings file and the D-Bus API
     /// carry times.
-    public static func microseconds(_ date: Date) -> UInt64 {
+    package static func microseconds(_ date: Date) -> UInt64 {
         let offset = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
         guard offset > -Double(referenceDateMicroseconds) else { return 0 }
         // Far beyond any time authctl meets, and short of where `Int64` would overflow.
@@ -27,12 +27,12 @@ public enum Timestamp {
     private static let referenceDateMicroseconds: Int64 = 978_307_200_000_000
 
     /// `2026-11-22T01:48:31Z` for `date`, in whole seconds (the fraction is dropped).
-    public static func rfc3339(_ date: Date) -> String {
+    package static func rfc3339(_ date: Date) -> String {
         rfc3339(microseconds: microseconds(date))
     }
 
     /// `2026-11-22T01:48:31Z` for a time in microseconds since the Unix epoch.
-    public static func rfc3339(microseconds: UInt64) -> String {
+    package static func rfc3339(microseconds: UInt64) -> String {
         let seconds = Int64(microseconds / 1_000_000)
         let days = seconds / 86_400
         let secondOfDay = seconds % 86_400
@@ -54,13 +54,13 @@ public enum Timestamp {
     }
 
     /// Whether `text` is an RFC 3339 time in UTC: `YYYY-MM-DDTHH:MM:SS`, optional fraction, `Z`.
-    public static func isRFC3339UTC(_ text: String) -> Bool {
+    package static func isRFC3339UTC(_ text: String) -> Bool {
         microseconds(rfc3339: text) != nil
     }
 
     /// Microseconds since the Unix epoch of an RFC 3339 UTC time (`…Z`, optional fraction);
     /// `nil` for anything else, or a time before 1970.
-    public static func microseconds(rfc3339 text: String) -> UInt64? {
+    package static func microseconds(rfc3339 text: String) -> UInt64? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.count <= 40, bytes.last == UInt8(ascii: "Z") || bytes.last == UInt8(ascii: "z") else { return nil }
         func number(_ range: Range<Int>) -> Int64? {

@@ -13,10 +13,12 @@ public final class InMemoryTokenServer: HTTPTransport {
     public struct Configuration: Sendable {
         /// Accounts and their passwords.
         public var accounts: [String: String] = [:]
-        /// Seconds an access token lives; `nil`: the answer gives no expiry.
-        public var accessLifetime: UInt64? = 300
-        /// Seconds a refresh token lives; `nil`: the answer gives no expiry (it never expires).
-        public var refreshLifetime: UInt64? = 3600
+        /// How long an access token lives, in whole seconds as the answer gives it; `nil`: the
+        /// answer gives no expiry.
+        public var accessLifetime: Duration? = .seconds(300)
+        /// How long a refresh token lives, in whole seconds; `nil`: the answer gives no expiry (it
+        /// never expires).
+        public var refreshLifetime: Duration? = .seconds(3600)
         /// Whether a refresh issues a new refresh token (and retires the old one).
         public var rotatesRefreshTokens = true
         /// Whether answers carry a refresh token at all; without one (RFC 6749 allows it) the
@@ -24,10 +26,10 @@ public final class InMemoryTokenServer: HTTPTransport {
         public var issuesRefreshTokens = true
         /// Whether access tokens are JWTs with an `exp` claim (and answers give no `expires_in`).
         public var jwtAccessTokens = false
-        /// The server's clock minus the real one, in seconds.
-        public var clockOffset: Int64 = 0
-        /// How long each answer takes, in seconds.
-        public var delay: Double = 0
+        /// The server's clock minus the real one, in whole seconds.
+        public var clockOffset: Duration = .zero
+        /// How long each answer takes.
+        public var delay: Duration = .zero
         /// Answers for the next requests, used up in order before the server answers itself.
         public var scripted: [Scripted] = []
         /// The `Date` header is left out when false.
@@ -105,14 +107,14 @@ public final class InMemoryTokenServer: HTTPTransport {
     /// The transport's side of the server: waits ``Configuration/delay`` (suspending), then answers
     /// as ``respond(to:)``. A delay of `timeout` or more waits `timeout` seconds and throws
     /// ``/AuthControllerCore/AuthError/temporaryFailure(_:detail:)-enum.case``, as a transport whose deadline passed.
-    public func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+    public func send(_ request: HTTPRequest, timeout: Duration) async throws(AuthError) -> HTTPResponse {
         let delay = state.withLock { $0.configuration.delay }
-        if delay > 0 {
+        if delay > .zero {
             guard delay < timeout else {
-                try? await Task.sleep(for: .seconds(timeout))
-                throw .temporaryFailure("the token server did not answer within \(timeout) s")
+                try? await Task.sleep(for: timeout)
+                throw .temporaryFailure("the token server did not answer within \(timeout)")
             }
-            try? await Task.sleep(for: .seconds(delay))
+            try? await Task.sleep(for: delay)
         }
         return try respond(to: request)
     }
@@ -191,14 +193,16 @@ public final class InMemoryTokenServer: HTTPTransport {
             state.issued += 1
             return (state.configuration, state.issued)
         }
-        let accessExpiry = configuration.accessLifetime.map { now + $0 * 1_000_000 }
+        let accessLifetime = configuration.accessLifetime.map(\.wholeSeconds)
+        let refreshLifetime = configuration.refreshLifetime.map(\.wholeSeconds)
+        let accessExpiry = accessLifetime.map { now + $0 * 1_000_000 }
         var accessToken = "access-\(serial)-" + UUID().uuidString.prefix(8)
         if configuration.jwtAccessTokens, let accessExpiry {
             let payload = Data(#"{"sub":"\#(account)","exp":\#(accessExpiry / 1_000_000)}"#.utf8).base64EncodedString()
                 .replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             accessToken = "eyJhbGciOiJub25lIn0.\(payload).sig-\(serial)"
         }
-        let refreshExpiry = configuration.refreshLifetime.map { now + $0 * 1_000_000 }
+        let refreshExpiry = refreshLifetime.map { now + $0 * 1_000_000 }
         let refreshToken = configuration.issuesRefreshTokens && (rotating || previous == nil)
             ? "refresh-\(serial)-" + UUID().uuidString.prefix(8) : nil
         state.withLock { state in
@@ -218,10 +222,10 @@ public final class InMemoryTokenServer: HTTPTransport {
             }
         } else {
             object = ["access_token": accessToken, "token_type": "Bearer"]
-            if let lifetime = configuration.accessLifetime, !configuration.jwtAccessTokens { object["expires_in"] = lifetime }
+            if let lifetime = accessLifetime, !configuration.jwtAccessTokens { object["expires_in"] = lifetime }
             if let refreshToken {
                 object["refresh_token"] = refreshToken
-                if let lifetime = configuration.refreshLifetime { object["refresh_expires_in"] = lifetime }
+                if let lifetime = refreshLifetime { object["refresh_expires_in"] = lifetime }
             }
         }
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
@@ -231,7 +235,7 @@ public final class InMemoryTokenServer: HTTPTransport {
     // MARK: - Helpers
 
     private func serverNow() -> UInt64 {
-        let offset = state.withLock { $0.configuration.clockOffset }
+        let offset = state.withLock { $0.configuration.clockOffset }.components.seconds
         return clock().subtractingClamped(-offset * 1_000_000)
     }
 
@@ -272,4 +276,9 @@ extension UInt64 {
         let (sum, overflow) = addingReportingOverflow(offset.magnitude)
         return overflow ? .max : sum
     }
+}
+
+extension Duration {
+    /// The whole seconds of a lifetime, none when it is negative.
+    fileprivate var wholeSeconds: UInt64 { UInt64(max(0, components.seconds)) }
 }

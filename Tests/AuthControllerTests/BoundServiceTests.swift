@@ -42,7 +42,7 @@ final class BoundFixture: Sendable {
         try await controller.signIn(account: account ?? alice, name: "A", password: Password(password), binding: binding)
     }
 
-    var trail: [String] { broadcaster.events.map { "\($0.status.rawValue) \($0.user?.rawValue ?? "-") \($0.reason.rawValue)" } }
+    var trail: [String] { broadcaster.events.map { "\($0.status.rawValue) \($0.account?.rawValue ?? "-") \($0.reason.rawValue)" } }
     var refreshes: Int { server.refreshCount }
 }
 
@@ -54,7 +54,7 @@ struct BoundServiceTests {
         let outcome = try await fixture.signIn()
         #expect(outcome.events.map(\.reason) == [.signIn])
         let status = try fixture.controller.status()
-        #expect(status.user == fixture.alice)
+        #expect(status.account == fixture.alice)
         #expect(status.server == fixture.binding.server)
         #expect(status.accessTokenExpiresAt == Timestamp.date(microseconds: fixture.clock.read() + 300_000_000))
         #expect(status.refreshTokenExpiresAt == Timestamp.date(microseconds: fixture.clock.read() + 3_600_000_000))
@@ -114,7 +114,7 @@ struct BoundServiceTests {
     func singleFlightAcrossTasks() async throws {
         let fixture = try BoundFixture()
         try await fixture.signIn()
-        fixture.server.configure { $0.delay = 0.2 }
+        fixture.server.configure { $0.delay = .milliseconds(200) }
         fixture.clock.advance(seconds: 400)  // expired
         let tokens = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<12 { group.addTask { try await fixture.controller.accessToken().token } }
@@ -178,7 +178,7 @@ struct BoundServiceTests {
     func clockOffset(_ offset: Int64) async throws {
         for tokenProtocol in [ServerBinding.TokenProtocol.oauth2, .json] {
             let fixture = try BoundFixture(tokenProtocol)
-            fixture.server.configure { $0.clockOffset = offset }
+            fixture.server.configure { $0.clockOffset = .seconds(offset) }
             try await fixture.signIn()
             let status = try fixture.controller.status()
             let now = fixture.clock.read()
@@ -219,7 +219,7 @@ struct BoundServiceTests {
     @Test("an answer whose token is already due is used as it is: one refresh per call")
     func noRefreshLoop() async throws {
         let fixture = try BoundFixture()
-        fixture.server.configure { $0.accessLifetime = 0 }
+        fixture.server.configure { $0.accessLifetime = .zero }
         try await fixture.signIn()
         _ = try await fixture.controller.accessToken()
         #expect(fixture.refreshes == 1)
@@ -281,7 +281,7 @@ struct BoundServiceTests {
         let fixture = try BoundFixture(.json)
         try await fixture.controller.signIn(account: AccountID(rawValue: "carol")!, name: "", password: try Password("pw3"), register: true,
                                             binding: fixture.binding)
-        #expect(try fixture.controller.status().user?.rawValue == "carol")
+        #expect(try fixture.controller.status().account?.rawValue == "carol")
         await #expect {
             try await fixture.controller.signIn(account: AccountID(rawValue: "carol")!, name: "", password: try Password("x"), register: true)
         } throws: { ($0 as? AuthError)?.exitCode == 65 }
@@ -337,7 +337,7 @@ struct BoundServiceTests {
             let keyring: InMemorySecretStore
             let key: ItemKey
             init(keyring: InMemorySecretStore, key: ItemKey) { self.keyring = keyring; self.key = key }
-            func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+            func send(_ request: HTTPRequest, timeout: Duration) async throws(AuthError) -> HTTPResponse {
                 try keyring.store(TokenSet(accessToken: "rotated-access", refreshToken: "rotated-refresh"), service: key.service,
                                   account: key.account, server: key.server, label: "t")
                 return HTTPResponse(status: 400, body: Array(#"{"error":"invalid_grant"}"#.utf8))

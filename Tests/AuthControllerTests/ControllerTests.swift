@@ -30,8 +30,8 @@ final class Fixture: Sendable {
     /// (status, user, reason, sequence, previous-user) of every broadcast so far.
     var trail: [String] {
         broadcaster.events.map { event in
-            "\(event.status.rawValue) \(event.user?.rawValue ?? "-") \(event.reason.rawValue) #\(event.sequence)"
-                + (event.previousUser.map { " after \($0)" } ?? "")
+            "\(event.status.rawValue) \(event.account?.rawValue ?? "-") \(event.reason.rawValue) #\(event.sequence)"
+                + (event.previousAccount.map { " after \($0)" } ?? "")
         }
     }
 }
@@ -318,7 +318,7 @@ struct ControllerTests {
 
     @Test("the avatar URL is the Gravatar MD5 of the trimmed, lower-cased id")
     func avatar() throws {
-        let status = LoginStatus(service: .standard, user: AccountID(rawValue: "MyEmailAddress@example.com")!, sequence: 1,
+        let status = LoginStatus(service: .standard, account: AccountID(rawValue: "MyEmailAddress@example.com")!, sequence: 1,
                                  keyringLocked: false)
         #expect(status.avatarURL == "https://www.gravatar.com/avatar/0bc83cb571cd1c50ba6f3e8a78ef1346")
         #expect(LoginStatus(service: .standard, sequence: 0, keyringLocked: false).avatarURL == nil)

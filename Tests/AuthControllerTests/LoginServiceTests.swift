@@ -95,7 +95,7 @@ struct EndSessionTests {
         #expect(try fixture.controller.endSessionIfOver().events.map(\.reason) == [.expired])
         #expect(fixture.server.requests.count == requests)
         #expect(try fixture.keyring.containsItem(ItemKey(service: fixture.service, account: fixture.alice, server: fixture.binding.server)) == false)
-        #expect(try fixture.controller.status().user == nil)
+        #expect(try fixture.controller.status().account == nil)
         #expect(fixture.trail.last == "signed-out alice@example.org expired")
         #expect(try fixture.controller.endSessionIfOver().events.isEmpty)  // once
     }

@@ -12,7 +12,7 @@ struct ServePolicyScheduleTests {
     func schedule(_ tokens: TokenSet) throws -> Schedule {
         let grant = TokenGrant(tokens: tokens, accessExpiry: .after(seconds: 300),
                                refreshExpiry: tokens.refreshToken == nil ? nil : .after(seconds: 3600), arrivedAt: arrivedAt)
-        var status = LoginStatus(service: service, user: AccountID(rawValue: "alice"), sequence: 1, keyringLocked: false)
+        var status = LoginStatus(service: service, account: AccountID(rawValue: "alice"), sequence: 1, keyringLocked: false)
         status.server = try ServerURL(validating: "https://auth.test/token")
         let record = SessionRecord(user: AccountID(rawValue: "alice"), sequence: 1,
                                    binding: ServerBinding(server: status.server!), tokenTimes: grant.times())

@@ -23,7 +23,7 @@ struct SessionEndNoticesTests {
     }
 
     private func event(_ status: LoginEvent.Status, _ account: AccountID, _ reason: LoginEvent.Reason, _ sequence: UInt64) -> LoginEvent {
-        LoginEvent(service: service, status: status, user: account, reason: reason, name: "", timestamp: Date(), sequence: sequence)
+        LoginEvent(service: service, status: status, account: account, reason: reason, name: "", timestamp: Date(), sequence: sequence)
     }
 
     private func notice(_ account: AccountID, _ reason: LoginEvent.Reason, _ sequence: UInt64, offersSignIn: Bool = true) -> SessionEndNotices.Notice {

@@ -16,7 +16,7 @@ final class ScriptedTransport: HTTPTransport {
 
     var requests: [HTTPRequest] { state.withLock { $0.requests } }
 
-    func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+    func send(_ request: HTTPRequest, timeout: Duration) async throws(AuthError) -> HTTPResponse {
         try state.withLock { (state) throws(AuthError) -> HTTPResponse in
             state.requests.append(request)
             return try state.answers.removeFirst().get()

@@ -133,7 +133,7 @@ struct KeyringStateTests {
         #expect(run.stderr == "authctl: alice was already signed out of \(scenario.service): its keyring item is gone\n", "\(run)")
         let events = try await collect(1, from: listener)
         #expect(events.map(\.reason) == [.removed])
-        #expect(events.first?.user?.rawValue == "alice")
+        #expect(events.first?.account?.rawValue == "alice")
         #expect(events.first?.sequence == 2)
         let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
         #expect(!settings.contains("user="), "\(settings)")

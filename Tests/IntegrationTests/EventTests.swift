@@ -21,7 +21,7 @@ struct EventTests {
         try await scenario.authctl("forget", "carol").expect(0)
         let events = try await collect(6, from: listener)
         let after = UInt64(Date().timeIntervalSince1970 * 1_000_000)
-        #expect(events.map { "\($0.status.rawValue) \($0.user?.rawValue ?? "-") \($0.reason.rawValue) \($0.name) #\($0.sequence) \($0.previousUser?.rawValue ?? "")" } == [
+        #expect(events.map { "\($0.status.rawValue) \($0.account?.rawValue ?? "-") \($0.reason.rawValue) \($0.name) #\($0.sequence) \($0.previousAccount?.rawValue ?? "")" } == [
             "signed-in alice@example.org sign-in Alice #1 ",
             "signed-out alice@example.org switch Alice #2 ",
             "signed-in bob@example.org switch Bob #3 alice@example.org",
@@ -78,7 +78,7 @@ struct EventTests {
         try await other.authctl("sign-in", "x", "--password-stdin", stdin: "pw").expect(0)
         try await scenario.authctl("sign-in", "mine", "--password-stdin", stdin: "pw").expect(0)
         let events = try await collect(1, from: listener)
-        #expect(events.first?.user?.rawValue == "mine")
+        #expect(events.first?.account?.rawValue == "mine")
     }
 
     @Test("12 parallel sign-ins: no lost update, sequence strictly increasing without gaps, events in the order of the changes")
@@ -99,12 +99,12 @@ struct EventTests {
         var current: AccountID?
         for event in events {
             if event.status == .signedOut {
-                #expect(event.user == current)
+                #expect(event.account == current)
                 #expect(event.reason == .switch)
             }
             else {
-                #expect(event.previousUser == current)
-                current = event.user
+                #expect(event.previousAccount == current)
+                current = event.account
             }
         }
         let json = try await scenario.authctl("status", "--json").stdout

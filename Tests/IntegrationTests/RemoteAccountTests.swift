@@ -210,7 +210,7 @@ struct RemoteAccountTests {
         #expect(run.stdout.isEmpty, "\(run)")
         let events = try await collect(1, from: listener)
         #expect(events.map(\.reason) == [.expired])
-        #expect(events.first?.user?.rawValue == "alice")
+        #expect(events.first?.account?.rawValue == "alice")
         #expect(try await scenario.authctl("status").status == 1)
         #expect(try await scenario.secretTool("search", "service", scenario.service).stdout.isEmpty)
     }

@@ -456,7 +456,7 @@ struct ServeTests {
         #expect(run.stderr.split(separator: "\n").count == 1, "\(run)")
         let events = try await collect(1, from: listener)
         #expect(events.map(\.reason) == [.removed])
-        #expect(events.first?.user?.rawValue == "alice")
+        #expect(events.first?.account?.rawValue == "alice")
         #expect(try server.count("refresh") == 0)
         try await scenario.authctl("status").expect(1)
     }

@@ -8,18 +8,18 @@ public struct DBusBroadcaster: EventBroadcaster {
     public static let signalName = "LoginStatusChanged"
 
     /// How long sending and flushing may take before the command gives up on listeners.
-    public let flushTimeout: Double
+    package let flushTimeout: Double
     /// The bus to use; `nil` for the session bus.
     public var busAddress: String? { bus.address }
     private let bus: SessionBus
 
     /// A broadcaster on the bus at `busAddress` (`unix:path=…`), or on the session bus with `nil`,
-    /// that gives each broadcast `flushTimeout` seconds to leave. Does not connect yet: the
+    /// that gives each broadcast `flushTimeout` to leave. Does not connect yet: the
     /// connection, shared with the other users of that bus in this process, opens on the first
     /// broadcast.
-    public init(busAddress: String? = nil, flushTimeout: Double = 2) {
+    public init(busAddress: String? = nil, flushTimeout: Duration = .seconds(2)) {
         bus = SessionBus.shared(address: busAddress)
-        self.flushTimeout = flushTimeout
+        self.flushTimeout = flushTimeout.seconds
     }
 
     /// Emits each event, flushes, and makes a round trip to the bus daemon (`GetId`), which
@@ -45,7 +45,7 @@ public struct DBusBroadcaster: EventBroadcaster {
 
     /// `service`, `status`, `user`: the first three arguments, so listeners can match on them.
     static func strings(of event: LoginEvent) -> [String] {
-        [event.service.rawValue, event.status.rawValue, event.user?.rawValue ?? ""]
+        [event.service.rawValue, event.status.rawValue, event.account?.rawValue ?? ""]
     }
 
     /// The `a{sv}` details.
@@ -56,7 +56,7 @@ public struct DBusBroadcaster: EventBroadcaster {
             ("timestamp", .uint64(Timestamp.microseconds(event.timestamp))),
             ("sequence", .uint64(event.sequence)),
         ]
-        if let previous = event.previousUser { details.append(("previous-user", .string(previous.rawValue))) }
+        if let previous = event.previousAccount { details.append(("previous-user", .string(previous.rawValue))) }
         return details
     }
 }

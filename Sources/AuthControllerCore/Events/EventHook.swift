@@ -5,9 +5,9 @@ internal import SystemPackage
 /// A shell command run once per event, as `watch --exec` does. The event reaches the command
 /// only through environment variables, never through its text, so an account id that holds
 /// `$(…)` or a backtick is data, never shell code.
-public final class EventHook: Sendable {
+package final class EventHook: Sendable {
     /// The command text, run with `/bin/sh -c`.
-    public let command: String
+    package let command: String
 
     private enum State {
         case idle
@@ -22,17 +22,17 @@ public final class EventHook: Sendable {
 
     /// A hook that runs `command` with `/bin/sh -c` for each event; nothing runs until
     /// ``run(for:environment:)``.
-    public init(command: String) {
+    package init(command: String) {
         self.command = command
     }
 
     /// The variables describing `event`: `AUTHCTL_SERVICE`, `AUTHCTL_SIGNED_IN` (`1`/`0`),
     /// `AUTHCTL_USER` (empty when nobody), `AUTHCTL_REASON`, `AUTHCTL_SEQUENCE`.
-    public static func variables(for event: LoginEvent) -> [String: String] {
+    package static func variables(for event: LoginEvent) -> [String: String] {
         [
             "AUTHCTL_SERVICE": event.service.rawValue,
             "AUTHCTL_SIGNED_IN": event.isSignedIn ? "1" : "0",
-            "AUTHCTL_USER": event.user?.rawValue ?? "",
+            "AUTHCTL_USER": event.account?.rawValue ?? "",
             "AUTHCTL_REASON": event.reason.rawValue,
             "AUTHCTL_SEQUENCE": String(event.sequence),
         ]
@@ -46,7 +46,7 @@ public final class EventHook: Sendable {
     /// calling task) stops whatever it started too. swift-subprocess starts it with an empty
     /// signal mask and every signal at its default action, whatever this process blocks or
     /// ignores. After ``terminate()`` no command starts any more: the result is then 143.
-    public func run(for event: LoginEvent, environment: [String: String]) async throws(AuthError) -> Int32 {
+    package func run(for event: LoginEvent, environment: [String: String]) async throws(AuthError) -> Int32 {
         var variables = environment
         for (key, value) in Self.variables(for: event) { variables[key] = value }
         var options = PlatformOptions()
@@ -83,7 +83,7 @@ public final class EventHook: Sendable {
     /// Stops the command that is running, if any, and keeps any further one from starting:
     /// SIGTERM to its process group, SIGKILL after two seconds. ``run(for:environment:)``
     /// returns once it has ended. Does not wait.
-    public func terminate() {
+    package func terminate() {
         let running = state.withLock { state -> Task<Int32, any Error>? in
             defer { state = .terminated }
             if case .running(let task) = state { return task }

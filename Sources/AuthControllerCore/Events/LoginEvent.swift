@@ -34,7 +34,7 @@ public struct LoginEvent: Equatable, Sendable {
     /// The status after the change.
     public var status: Status
     /// The account that signed in or out; `nil` only for an `initial` event with nobody signed in.
-    public var user: AccountID?
+    public var account: AccountID?
     /// Why the status changed.
     public var reason: Reason
     /// The display name (may be empty).
@@ -45,19 +45,19 @@ public struct LoginEvent: Equatable, Sendable {
     /// The settings `sequence` value of this event.
     public var sequence: UInt64
     /// The account signed out by a switch, on the `signed-in` event of that switch.
-    public var previousUser: AccountID?
+    public var previousAccount: AccountID?
 
     /// An event with every field given.
-    public init(service: ServiceName, status: Status, user: AccountID?, reason: Reason, name: String,
-                timestamp: Date, sequence: UInt64, previousUser: AccountID? = nil) {
+    public init(service: ServiceName, status: Status, account: AccountID?, reason: Reason, name: String,
+                timestamp: Date, sequence: UInt64, previousAccount: AccountID? = nil) {
         self.service = service
         self.status = status
-        self.user = user
+        self.account = account
         self.reason = reason
         self.name = name
         self.timestamp = timestamp
         self.sequence = sequence
-        self.previousUser = previousUser
+        self.previousAccount = previousAccount
     }
 
     /// Whether the event leaves someone signed in.

@@ -29,8 +29,9 @@ public final class LoginEventListener: Sendable {
     /// - Parameters:
     ///   - service: the service whose signals become events (the signal's first argument).
     ///   - busAddress: a bus address, or `nil` for the session bus.
-    ///   - timeout: seconds that connecting and subscribing may each take.
-    public init(service: ServiceName, busAddress: String? = nil, timeout: Double = 5) throws(AuthError) {
+    ///   - timeout: how long connecting and subscribing may each take.
+    public init(service: ServiceName, busAddress: String? = nil, timeout: Duration = .seconds(5)) throws(AuthError) {
+        let timeout = timeout.seconds
         (events, continuation) = AsyncStream<LoginEvent>.makeStream()
         let bus = SessionBus.shared(address: busAddress)
         let loop = MainLoopThread()
@@ -94,7 +95,7 @@ public final class LoginEventListener: Sendable {
         }
         var previous: AccountID?
         if case .string(let text)? = signal.details["previous-user"] { previous = AccountID(rawValue: text) }
-        return LoginEvent(service: service, status: status, user: user, reason: reason, name: name,
-                          timestamp: Timestamp.date(microseconds: timestamp), sequence: sequence, previousUser: previous)
+        return LoginEvent(service: service, status: status, account: user, reason: reason, name: name,
+                          timestamp: Timestamp.date(microseconds: timestamp), sequence: sequence, previousAccount: previous)
     }
 }

@@ -5,29 +5,29 @@ import Dispatch
 import Synchronization
 
 /// A signal that can be sent to this process.
-public struct ProcessSignal: RawRepresentable, Hashable, Sendable {
+package struct ProcessSignal: RawRepresentable, Hashable, Sendable {
     /// The signal number.
-    public let rawValue: Int32
+    package let rawValue: Int32
 
     /// The signal with number `rawValue` (a `SIG…` constant of the C library).
-    public init(rawValue: Int32) {
+    package init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
     /// `SIGINT`: Ctrl-C at the terminal.
-    public static let interrupt = ProcessSignal(rawValue: SIGINT)
+    package static let interrupt = ProcessSignal(rawValue: SIGINT)
     /// `SIGTERM`: a polite request to stop (`kill`, systemd).
-    public static let terminate = ProcessSignal(rawValue: SIGTERM)
+    package static let terminate = ProcessSignal(rawValue: SIGTERM)
     /// `SIGHUP`: the terminal went away.
-    public static let hangUp = ProcessSignal(rawValue: SIGHUP)
+    package static let hangUp = ProcessSignal(rawValue: SIGHUP)
     /// `SIGPIPE`: a write to a pipe nobody reads.
-    public static let brokenPipe = ProcessSignal(rawValue: SIGPIPE)
+    package static let brokenPipe = ProcessSignal(rawValue: SIGPIPE)
 
     /// Makes the signal harmless to this process: a write to a closed pipe then fails with
     /// `EPIPE` instead of killing the process, so the caller decides what it means.
     /// Child processes inherit the disposition unless their launcher resets it.
     /// The corresponding C function is `signal` with `SIG_IGN`.
-    public func ignore() {
+    package func ignore() {
         _ = signal(rawValue, SIG_IGN)
     }
 
@@ -36,7 +36,7 @@ public struct ProcessSignal: RawRepresentable, Hashable, Sendable {
     /// default action, unblocks the signal and sends it to this process. Returns only if that
     /// default action does not end a process.
     /// The corresponding C functions are `signal` with `SIG_DFL`, `pthread_sigmask` and `raise`.
-    public func raiseWithDefaultAction() {
+    package func raiseWithDefaultAction() {
         _ = signal(rawValue, SIG_DFL)
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
@@ -48,7 +48,7 @@ public struct ProcessSignal: RawRepresentable, Hashable, Sendable {
     /// The deliveries of `signals` from now on, in order. While the stream exists the signals
     /// no longer end the process; they only arrive here. Ending the iteration (or cancelling
     /// the task that iterates) stops listening, but the signals stay ignored.
-    public static func deliveries(of signals: [ProcessSignal]) -> AsyncStream<ProcessSignal> {
+    package static func deliveries(of signals: [ProcessSignal]) -> AsyncStream<ProcessSignal> {
         let (stream, continuation) = AsyncStream<ProcessSignal>.makeStream()
         let sources = signals.map { signal in
             // Dispatch sees the signal only once its default action (ending the process) is off.

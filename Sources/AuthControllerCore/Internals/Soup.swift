@@ -87,18 +87,19 @@ enum Soup {
 /// error handling with the rest of authctl and, loaded on the first request, costs nothing to
 /// the commands that never make one. Each request runs on a thread of its own, off Swift's
 /// cooperative pool, so a slow server never holds up other tasks.
-public struct SoupTransport: HTTPTransport {
+package struct SoupTransport: HTTPTransport {
     /// The transport; libsoup-3.0 is loaded only by the first request.
-    public init() {}
+    package init() {}
 
     /// Sends the request on a thread of its own (`offload`), off the cooperative pool, and
     /// suspends until the answer or the deadline. Without libsoup-3.0 installed this is
     /// ``AuthError/unavailable(_:detail:)-enum.case``. The corresponding C function is
     /// `soup_session_send`.
-    public func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse {
+    package func send(_ request: HTTPRequest, timeout: Duration) async throws(AuthError) -> HTTPResponse {
+        let timeout = timeout.seconds
         // Not Dispatch's global queue: it has about one thread per core, so requests that wait
         // for their servers queued behind each other (`serve` refreshing many services at once
         // sent two or three at a time on a two-core machine).
-        try await offload { () throws(AuthError) in try Soup.send(request, timeout: timeout) }
+        return try await offload { () throws(AuthError) in try Soup.send(request, timeout: timeout) }
     }
 }

@@ -39,9 +39,9 @@ public struct SecretServiceStore: SecretStore {
     /// Whether the unlock prompt may be shown (false with `--no-prompt` or without a display).
     public let promptAllowed: Bool
     /// Seconds a call that may prompt may take.
-    public let promptTimeout: Double
+    package let promptTimeout: Double
     /// Seconds any other call may take.
-    public let callTimeout: Double
+    package let callTimeout: Double
     /// Where the items are.
     public let backend: Backend
     /// The bus of the reads made without libsecret: the session bus, but for tests of those reads.
@@ -55,14 +55,15 @@ public struct SecretServiceStore: SecretStore {
     /// - Parameters:
     ///   - promptAllowed: whether a call that needs the keyring unlocked may show the unlock prompt;
     ///     without it such a call throws ``AuthError/keyringLocked``. A prompt the service returns
-    ///     unasked (KeePassXC's for a new item) is still performed, within ``callTimeout``.
-    ///   - promptTimeout: seconds a call that may prompt may take.
-    ///   - callTimeout: seconds any other call may take.
+    ///     unasked (KeePassXC's for a new item) is still performed, within `callTimeout`.
+    ///   - promptTimeout: how long a call that may prompt may take.
+    ///   - callTimeout: how long any other call may take.
     ///   - backend: the Secret Service, or libsecret's file keyring.
-    public init(promptAllowed: Bool, promptTimeout: Double = 60, callTimeout: Double = 5, backend: Backend = .secretService) {
+    public init(promptAllowed: Bool, promptTimeout: Duration = .seconds(60), callTimeout: Duration = .seconds(5),
+                backend: Backend = .secretService) {
         self.promptAllowed = promptAllowed
-        self.promptTimeout = promptTimeout
-        self.callTimeout = callTimeout
+        self.promptTimeout = promptTimeout.seconds
+        self.callTimeout = callTimeout.seconds
         self.backend = backend
         readBusAddress = nil
     }

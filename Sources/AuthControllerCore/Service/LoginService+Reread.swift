@@ -98,7 +98,7 @@ extension LoginService {
 
     static func properties(_ status: LoginStatus) -> BusObjects.SessionProperties {
         BusObjects.SessionProperties(
-            service: status.service.rawValue, signedIn: status.isSignedIn, user: status.user?.rawValue ?? "",
+            service: status.service.rawValue, signedIn: status.isSignedIn, user: status.account?.rawValue ?? "",
             name: status.name ?? "",
             signedInAt: status.signedInAt.map(Timestamp.microseconds(_:)) ?? 0, sequence: status.sequence,
             server: status.server?.rawValue ?? "", accessTokenExpiresAt: status.accessTokenExpiresAt.map(Timestamp.microseconds(_:)) ?? 0,

@@ -20,16 +20,16 @@ import Synchronization
 /// what the serving policy decides: what to re-read, when to wake, and when to stop. `GetStatus`
 /// answers from the last re-read while nothing may have changed the service's state since, so
 /// a keyring that does not answer delays the re-read, not every caller.
-public final class LoginService: Sendable {
+package final class LoginService: Sendable {
     /// The well-known name.
-    public static let busName = "io.github.authctl"
+    package static let busName = "io.github.authctl"
     /// The object path of the methods and the object manager.
-    public static let objectPath = DBusBroadcaster.objectPath
+    package static let objectPath = DBusBroadcaster.objectPath
     /// The interface of the per-service objects.
-    public static let sessionInterface = "io.github.authctl.Session1"
+    package static let sessionInterface = "io.github.authctl.Session1"
 
     /// Why ``run(signals:)`` returned.
-    public enum Ending: Sendable, Equatable {
+    package enum Ending: Sendable, Equatable {
         /// SIGINT or SIGTERM.
         case signalled
         /// Another `serve --replace` took the name over.
@@ -70,7 +70,7 @@ public final class LoginService: Sendable {
     ///     failed, a token handed out unrefreshed); the service itself prints nothing.
     ///   - controller: makes the controller of a service (one per service is kept, so that its
     ///     in-process refresh is shared by every caller).
-    public init(settings: any SettingsStore, settingsFile: String?, busAddress: String? = nil, replace: Bool = false,
+    package init(settings: any SettingsStore, settingsFile: String?, busAddress: String? = nil, replace: Bool = false,
                 idleExit: Double? = nil, notifications: Bool = true, warnings: @escaping @Sendable (AuthError.Message) -> Void = { _ in },
                 controller: @escaping @Sendable (ServiceName) -> AuthController) {
         self.notifications = notifications
@@ -87,7 +87,7 @@ public final class LoginService: Sendable {
     /// The object path of a service's `Session1` object: each byte outside `[A-Za-z0-9]` is
     /// written as `_` and two lower-case hex digits (`io.github.authctl` →
     /// `…/services/io_2egithub_2eauthctl`).
-    public static func objectPath(of service: ServiceName) -> String {
+    package static func objectPath(of service: ServiceName) -> String {
         var escaped = ""
         for byte in service.rawValue.utf8 {
             switch byte {
@@ -163,7 +163,7 @@ public final class LoginService: Sendable {
     /// Serves until SIGINT/SIGTERM (from `signals`), a takeover, or idleness. Throws
     /// ``AuthError/unavailable(_:detail:)-enum.case`` when the name is taken (without `replace`) or the
     /// bus goes away, so that a supervisor restarts it.
-    public func run(signals: AsyncStream<ProcessSignal>) async throws(AuthError) -> Ending {
+    package func run(signals: AsyncStream<ProcessSignal>) async throws(AuthError) -> Ending {
         let bus = SessionBus.shared(address: busAddress)
         let loop = MainLoopThread()
         // The process's connection to the bus (shared with the controllers, so that their signals

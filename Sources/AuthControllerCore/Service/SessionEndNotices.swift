@@ -55,7 +55,7 @@ struct SessionEndNotices {
 
     /// An event of serve's own (its refresh, its timer, its watch of the keyring ended a session).
     mutating func ownEvent(_ event: LoginEvent) -> [Step] {
-        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed, let account = event.user else { return [] }
+        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed, let account = event.account else { return [] }
         return tell(Notice(service: event.service, account: account, reason: event.reason, sequence: event.sequence,
                            offersSignIn: openIDServices.contains(event.service)))
     }
@@ -65,7 +65,7 @@ struct SessionEndNotices {
         // Only an account serve knew as signed in can have ended: a signal about any other is
         // not kept (a flood of them about made-up services costs nothing).
         guard event.status == .signedOut, event.reason == .expired || event.reason == .removed,
-              let account = event.user, lastSignedIn[event.service]?.account == account else { return }
+              let account = event.account, lastSignedIn[event.service]?.account == account else { return }
         var waiting = claims[event.service, default: []]
         guard !waiting.contains(event) else { return }
         waiting.append(event)
@@ -80,8 +80,8 @@ struct SessionEndNotices {
             if let waiting = claims[service] {
                 for claim in waiting where record.user == nil && record.sequence == claim.sequence
                     && record.endedBecause == claim.reason
-                    && lastSignedIn[service].map({ $0.account == claim.user && $0.sequence < claim.sequence }) == true {
-                    steps += tell(Notice(service: service, account: claim.user!, reason: claim.reason, sequence: claim.sequence,
+                    && lastSignedIn[service].map({ $0.account == claim.account && $0.sequence < claim.sequence }) == true {
+                    steps += tell(Notice(service: service, account: claim.account!, reason: claim.reason, sequence: claim.sequence,
                                          offersSignIn: record.binding?.tokenProtocol == .oidc))
                 }
                 // A claim the settings have gone past is decided; one ahead of them waits for a

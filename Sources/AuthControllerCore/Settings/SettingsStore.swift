@@ -2,34 +2,37 @@
 /// service bound to a token server — the binding and what is known of the tokens' lifetimes.
 public struct SessionRecord: Equatable, Sendable {
     /// The signed-in account, or `nil` when nobody is.
-    public var user: AccountID?
+    package var user: AccountID?
     /// The signed-in account's display name.
-    public var name: String?
+    package var name: String?
     /// When the account signed in (RFC 3339, UTC).
-    public var signedInAt: String?
+    package var signedInAt: String?
     /// The number of the last event of the service; kept after sign-out.
-    public var sequence: UInt64
+    package var sequence: UInt64
     /// The token server the service is bound to; kept after sign-out.
-    public var binding: ServerBinding?
+    package var binding: ServerBinding?
     /// The signed-in account's token lifetimes (bound services only).
-    public var tokenTimes: TokenTimes?
+    package var tokenTimes: TokenTimes?
     /// While nobody is signed in: why the last session ended (the reason of its `signed-out`
     /// event), so a process that waited while it ended can tell a session the server ended from
     /// one that was signed out, and `serve` an end another process announced from a forged one.
-    public var endedBecause: LoginEvent.Reason?
+    package var endedBecause: LoginEvent.Reason?
     /// The signed-in account's e-mail address, as an OpenID provider vouched for it; the avatar
     /// is that address's.
-    public var email: String?
+    package var email: String?
     /// The hosts (`HOST` or `HOST:PORT`) that `git` may be given the session's access token
     /// for; kept after sign-out, as the binding is.
-    public var gitHosts: [String] = []
+    package var gitHosts: [String] = []
     /// The container registries that get the session's access token through the Docker
     /// credential helper; kept after sign-out, as the binding is.
-    public var registries: [ServedRegistry] = []
+    package var registries: [ServedRegistry] = []
+
+    /// The record of a service nobody has signed in to yet: no account, no events, no binding.
+    public init() { self.init(sequence: 0) }
 
     /// A record with every field given; the defaults make the record of a service nobody ever signed
     /// in to.
-    public init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0,
+    package init(user: AccountID? = nil, name: String? = nil, signedInAt: String? = nil, sequence: UInt64 = 0,
                 binding: ServerBinding? = nil, tokenTimes: TokenTimes? = nil, endedBecause: LoginEvent.Reason? = nil,
                 email: String? = nil) {
         self.user = user
@@ -44,7 +47,7 @@ public struct SessionRecord: Equatable, Sendable {
 
     /// The record once nobody is signed in, the last event being `sequence`, for `reason`: the
     /// binding stays.
-    public func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
+    package func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
         var record = SessionRecord(sequence: sequence, binding: binding, endedBecause: reason)
         record.gitHosts = gitHosts
         record.registries = registries

@@ -26,7 +26,7 @@ public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     /// Header values by lower-cased name.
     public var headers: [String: String]
-    /// The answer's body, at most ``maximumAnswerSize`` bytes.
+    /// The answer's body, at most 64 KiB.
     public var body: [UInt8]
 
     /// An answer with `status`, `headers` (by lower-cased name) and `body`.
@@ -39,15 +39,15 @@ public struct HTTPResponse: Sendable, Equatable {
 
 /// Sends requests to token servers and OpenID providers. The contract every implementation keeps: TLS certificates are always
 /// verified; redirects are never followed (a 3xx comes back as it is); an answer over
-/// ``maximumAnswerSize`` is ``AuthError/protocolError(_:)-enum.case`` and is not read further; when
-/// `timeout` seconds pass the request is abandoned with
+/// 64 KiB is ``AuthError/protocolError(_:)-enum.case`` and is not read further; when
+/// `timeout` passes the request is abandoned with
 /// ``AuthError/temporaryFailure(_:detail:)-enum.case``; a connection refused, reset or closed
 /// without an answer is ``AuthError/unavailable(_:detail:)-enum.case``.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the server's answer, whatever its status, giving up after
-    /// `timeout` seconds.
-    func send(_ request: HTTPRequest, timeout: Double) async throws(AuthError) -> HTTPResponse
+    /// `timeout`.
+    func send(_ request: HTTPRequest, timeout: Duration) async throws(AuthError) -> HTTPResponse
 }
 
 /// The largest answer a token server or an OpenID provider may give; a larger one is ``AuthError/protocolError(_:)-enum.case``.
-public let maximumAnswerSize = 64 * 1024
+package let maximumAnswerSize = 64 * 1024

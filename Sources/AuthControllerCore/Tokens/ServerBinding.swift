@@ -64,7 +64,7 @@ public struct ServerBinding: Equatable, Sendable {
     /// an `oidc` binding without a client id, or OpenID options on another protocol,
     /// ``AuthError/usage(_:)-enum.case``. An `oidc` scope gets `openid` in front when it lacks it,
     /// and is `openid profile email` when none is given.
-    public init(validatingServer server: String, protocol tokenProtocol: String?, clientID: String?, scope: String?,
+    package init(validatingServer server: String, protocol tokenProtocol: String?, clientID: String?, scope: String?,
                 revokeURL: String?, accountClaim: String? = nil, deviceAuthorizationURL: String? = nil,
                 redirectPort: String? = nil) throws(AuthError) {
         let parsedProtocol: TokenProtocol
@@ -99,7 +99,7 @@ public struct ServerBinding: Equatable, Sendable {
 
     /// 1–255 bytes of printable ASCII; no spaces, except (with `spaces`) single spaces between
     /// words, as in an OAuth scope list.
-    public static func validate(_ text: String, as role: String, spaces: Bool) throws(AuthError) -> String {
+    package static func validate(_ text: String, as role: String, spaces: Bool) throws(AuthError) -> String {
         let bytes = Array(text.utf8)
         guard (1...255).contains(bytes.count) else { throw .invalidInput("invalid \(role): it must be 1 to 255 bytes long") }
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
@@ -118,27 +118,27 @@ public struct ServerBinding: Equatable, Sendable {
 
 /// What authctl knows about a signed-in account's tokens without reading a secret:
 /// kept in the settings group so that `status` never touches the keyring's secrets or the server.
-public struct TokenTimes: Equatable, Sendable {
+package struct TokenTimes: Equatable, Sendable {
     /// The longest span authctl keeps (ten years, in seconds): a lifetime, how far ahead an
     /// expiry lies, or a server's clock offset. Whatever a server says is clamped to it when the
     /// answer arrives, and the settings file refuses anything beyond it, so an answer can never
     /// write a file that authctl would then call corrupt.
-    public static let maximumSpan: UInt64 = 10 * 365 * 86_400
+    package static let maximumSpan: UInt64 = 10 * 365 * 86_400
 
     /// When the access token expires, µs since the epoch by the local clock; `nil` when unknown.
-    public var accessExpiresAt: UInt64?
+    package var accessExpiresAt: UInt64?
     /// When the refresh token expires, likewise; `nil` when unknown.
-    public var refreshExpiresAt: UInt64?
+    package var refreshExpiresAt: UInt64?
     /// The server's clock minus the local one, in whole seconds.
-    public var clockOffset: Int64
+    package var clockOffset: Int64
     /// The access token's lifetime as the server granted it, in seconds; `nil` when unknown.
-    public var accessLifetime: UInt64?
+    package var accessLifetime: UInt64?
     /// Whether the server issued a refresh token. Without one (RFC 6749 allows it) the access
     /// token is never refreshed: it is used as long as it lives, and the session ends with it.
-    public var renewable: Bool
+    package var renewable: Bool
 
     /// Lifetimes with every field given; the defaults say nothing is known.
-    public init(accessExpiresAt: UInt64? = nil, refreshExpiresAt: UInt64? = nil, clockOffset: Int64 = 0,
+    package init(accessExpiresAt: UInt64? = nil, refreshExpiresAt: UInt64? = nil, clockOffset: Int64 = 0,
                 accessLifetime: UInt64? = nil, renewable: Bool = true) {
         self.accessExpiresAt = accessExpiresAt
         self.refreshExpiresAt = refreshExpiresAt
@@ -150,7 +150,7 @@ public struct TokenTimes: Equatable, Sendable {
     /// When the session ends by itself, µs since the epoch by the local clock: when the refresh
     /// token expires, or, when the server issued none, when the access token does; `nil` when
     /// unknown.
-    public var sessionEndsAt: UInt64? {
+    package var sessionEndsAt: UInt64? {
         renewable ? refreshExpiresAt : accessExpiresAt
     }
 }

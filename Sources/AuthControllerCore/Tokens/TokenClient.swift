@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// Talks to a token server: the password grant, the refresh, the revocation.
 /// One implementation per protocol; `AuthControllerTesting` adds an in-memory server.
-public protocol TokenClient: Sendable {
+package protocol TokenClient: Sendable {
     /// Sends the password (password grant, or registration with `register`). A wrong password
     /// is ``AuthError/denied(_:)-enum.case``.
     func signIn(account: AccountID, password: Password, register: Bool) async throws(AuthError) -> TokenGrant
@@ -16,7 +16,7 @@ public protocol TokenClient: Sendable {
 }
 
 /// The token client for a binding, over `transport`.
-public func makeTokenClient(for binding: ServerBinding, transport: any HTTPTransport, timeout: Double,
+package func makeTokenClient(for binding: ServerBinding, transport: any HTTPTransport, timeout: Double,
                             clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) -> any TokenClient {
     switch binding.tokenProtocol {
     case .oauth2: OAuth2TokenClient(binding: binding, transport: transport, timeout: timeout, clock: clock)
@@ -51,7 +51,7 @@ struct TokenExchange: Sendable {
         var headers = [("Accept", "application/json"), ("User-Agent", Self.userAgent)]
         if let contentType { headers.append(("Content-Type", contentType)) }
         if let authorization { headers.append(("Authorization", authorization)) }
-        let response = try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: body), timeout: timeout)
+        let response = try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: body), timeout: .seconds(timeout))
         let arrivedAt = clock()
         if (300..<400).contains(response.status) {
             throw .protocolError("the token server \(binding.server) answered with a redirect (HTTP \(response.status)\(location(response))); authctl does not follow redirects: bind the final URL")

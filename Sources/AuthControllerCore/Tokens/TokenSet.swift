@@ -1,22 +1,22 @@
 /// The secret part of a signed-in account of a bound service, kept as one keyring item
 /// (never in a file): a JSON object with `accessToken`, `refreshToken` (may be absent) and
 /// `tokenType`, and from an OpenID provider `idToken` and `subject`.
-public struct TokenSet: Codable, Equatable, Sendable {
+package struct TokenSet: Codable, Equatable, Sendable {
     /// The access token: the credential an app presents to the services behind the token server.
-    public var accessToken: String
+    package var accessToken: String
     /// The token that gets a new access token; `nil` when the server gave none, and the access
     /// token then cannot be renewed.
-    public var refreshToken: String?
+    package var refreshToken: String?
     /// The access token's type: `Bearer`, the only type authctl accepts from a server.
-    public var tokenType: String
+    package var tokenType: String
     /// The ID token an OpenID provider issued with them, verified before it was stored; `nil`
     /// from other servers, and when the provider issued none.
-    public var idToken: String?
+    package var idToken: String?
     /// The account's `sub` claim at its OpenID provider, which a refresh's ID token must repeat.
-    public var subject: String?
+    package var subject: String?
 
     /// The tokens as a server gave them.
-    public init(accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer", idToken: String? = nil,
+    package init(accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer", idToken: String? = nil,
                 subject: String? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -29,9 +29,9 @@ public struct TokenSet: Codable, Equatable, Sendable {
 /// What a token server answered to a password or refresh grant: the tokens and what it said
 /// of their lifetimes, before they are turned into local times (the server's clock, learnt
 /// from its `Date` header, may be hours ahead or behind).
-public struct TokenGrant: Equatable, Sendable {
+package struct TokenGrant: Equatable, Sendable {
     /// When an expiry is counted from.
-    public enum Expiry: Equatable, Sendable {
+    package enum Expiry: Equatable, Sendable {
         /// Seconds from when the answer arrived (`expires_in`).
         case after(seconds: UInt64)
         /// An instant by the server's clock, in µs since the epoch (`accessTokenExpire`, a JWT `exp`).
@@ -39,18 +39,18 @@ public struct TokenGrant: Equatable, Sendable {
     }
 
     /// The tokens the server gave.
-    public var tokens: TokenSet
+    package var tokens: TokenSet
     /// When the access token expires, as the server said it; `nil` when it did not.
-    public var accessExpiry: Expiry?
+    package var accessExpiry: Expiry?
     /// When the refresh token expires, as the server said it; `nil` when it did not.
-    public var refreshExpiry: Expiry?
+    package var refreshExpiry: Expiry?
     /// The server's `Date` header, taken as the middle of its second, in µs; `nil` without one.
-    public var serverDate: UInt64?
+    package var serverDate: UInt64?
     /// When the answer arrived, by the local clock, in µs.
-    public var arrivedAt: UInt64
+    package var arrivedAt: UInt64
 
     /// An answer with every field given, as a token client parses it.
-    public init(tokens: TokenSet, accessExpiry: Expiry? = nil, refreshExpiry: Expiry? = nil, serverDate: UInt64? = nil,
+    package init(tokens: TokenSet, accessExpiry: Expiry? = nil, refreshExpiry: Expiry? = nil, serverDate: UInt64? = nil,
                 arrivedAt: UInt64) {
         self.tokens = tokens
         self.accessExpiry = accessExpiry
@@ -60,7 +60,7 @@ public struct TokenGrant: Equatable, Sendable {
     }
 
     /// The server's clock minus the local one, in µs (0 without a `Date` header).
-    public var clockOffset: Int64 {
+    package var clockOffset: Int64 {
         guard let serverDate else { return 0 }
         return Int64(clamping: serverDate) - Int64(clamping: arrivedAt)
     }
@@ -71,7 +71,7 @@ public struct TokenGrant: Equatable, Sendable {
     /// expiry falls back to the `exp` of its JWT payload, if it is one; a refresh token without
     /// one keeps `previous`'s expiry when it is the same token (not rotated), else its expiry is
     /// unknown.
-    public func times(previous: (tokens: TokenSet, times: TokenTimes)? = nil) -> TokenTimes {
+    package func times(previous: (tokens: TokenSet, times: TokenTimes)? = nil) -> TokenTimes {
         let span = TokenTimes.maximumSpan * 1_000_000
         // An offset beyond the maximum span is not kept (the settings file refuses it), but it
         // still turns the server's expiries into local times: ignored, it made a server whose

@@ -2,16 +2,16 @@ public import FoundationEssentials
 
 /// A container registry as docker, podman and skopeo name it to a credential helper: `HOST` or
 /// `HOST:PORT`, in lower case.
-public struct RegistryHost: Hashable, Sendable, CustomStringConvertible {
+package struct RegistryHost: Hashable, Sendable, CustomStringConvertible {
     /// `host` or `host:port`, in lower case, the port as written.
-    public let rawValue: String
+    package let rawValue: String
 
     /// The registry that `text` names, as a client sends it or a person types it: a bare
     /// `HOST[:PORT]`, or a URL whose scheme and path are ignored, in any case, with white space
     /// around it. The host is a DNS name or IPv4 address of letters, digits, `.`, `-` and `_`,
     /// or an IPv6 address in brackets; a port is 1–65535, without leading zeros. `nil` for anything else (a user name
     /// or a character outside ASCII among them: a look-alike is another registry).
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         var authority = Substring(text.trimmingWhiteSpace)
         let schemeParts = authority.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
         if schemeParts.count == 2 {
@@ -64,23 +64,23 @@ public struct RegistryHost: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `other` is the same registry: `HOST` is `HOST:443`.
-    public func isSameRegistry(as other: RegistryHost) -> Bool { identity == other.identity }
+    package func isSameRegistry(as other: RegistryHost) -> Bool { identity == other.identity }
 
     /// `host` or `host:port`, as kept.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// A registry a service serves, with the user name it is given, if any.
-public struct ServedRegistry: Equatable, Sendable, CustomStringConvertible {
+package struct ServedRegistry: Equatable, Sendable, CustomStringConvertible {
     /// The registry.
-    public var host: RegistryHost
+    package var host: RegistryHost
     /// The user name to answer with instead of the account id: registries that take a token as
     /// the password want a fixed one (Google's `oauth2accesstoken`, GitLab's `oauth2`).
-    public var username: String?
+    package var username: String?
 
     /// A registry and the user name to answer with; `nil` when `username` is not 1–255 of the
     /// letters, digits and `.`, `_`, `-`, `@`, `+`, `~`.
-    public init?(host: RegistryHost, username: String? = nil) {
+    package init?(host: RegistryHost, username: String? = nil) {
         if let username, !Self.isValid(username: username) { return nil }
         self.host = host
         self.username = username
@@ -94,7 +94,7 @@ public struct ServedRegistry: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// `HOST[:PORT][=USERNAME]`, as the settings keep it.
-    public var description: String { host.rawValue + (username.map { "=" + $0 } ?? "") }
+    package var description: String { host.rawValue + (username.map { "=" + $0 } ?? "") }
 
     static func isValid(username: String) -> Bool {
         (1...255).contains(username.utf8.count) && username.utf8.allSatisfy { byte in
@@ -106,18 +106,18 @@ public struct ServedRegistry: Equatable, Sendable, CustomStringConvertible {
 
 /// What a Docker credential helper answers to `get`: the registry as the client named it, a
 /// user name, and the session's access token as the password.
-public struct DockerCredential: Equatable, Sendable, Encodable {
+package struct DockerCredential: Equatable, Sendable, Encodable {
     /// The registry, as the client sent it.
-    public var serverURL: String
+    package var serverURL: String
     /// The registry's fixed user name, else the signed-in account id.
-    public var username: String
+    package var username: String
     /// The access token.
-    public var secret: String
+    package var secret: String
     /// The service whose session it is (not part of the answer).
-    public var service: ServiceName
+    package var service: ServiceName
     /// Notes for the person (not part of the answer): e.g. the server could not be reached, so
     /// a still-valid token is handed out unrefreshed.
-    public var warnings: [AuthError.Message]
+    package var warnings: [AuthError.Message]
 
     private enum CodingKeys: String, CodingKey {
         case serverURL = "ServerURL"
@@ -126,7 +126,7 @@ public struct DockerCredential: Equatable, Sendable, Encodable {
     }
 
     /// `{"ServerURL":…,"Username":…,"Secret":…}`, the protocol's answer to `get`.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(serverURL, forKey: .serverURL)
         try container.encode(username, forKey: .username)
@@ -138,7 +138,7 @@ public struct DockerCredential: Equatable, Sendable, Encodable {
 /// is served by the one service that lists it, whichever service the controller is of.
 extension AuthController {
     /// The registries this service serves. Blocks briefly on the settings file; never prompts.
-    public func registries() throws(AuthError) -> [ServedRegistry] {
+    package func registries() throws(AuthError) -> [ServedRegistry] {
         try intactRecord().registries
     }
 
@@ -147,7 +147,7 @@ extension AuthController {
     /// not bound to a token server or another service serves the registry; nothing changes
     /// then. Blocks on the settings lock.
     @discardableResult
-    public func addRegistry(_ registry: ServedRegistry) throws(AuthError) -> Bool {
+    package func addRegistry(_ registry: ServedRegistry) throws(AuthError) -> Bool {
         var added = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
@@ -173,7 +173,7 @@ extension AuthController {
     /// Removes `host` from the registries this service serves; `false` when it did not serve it.
     /// Blocks on the settings lock.
     @discardableResult
-    public func removeRegistry(_ host: RegistryHost) throws(AuthError) -> Bool {
+    package func removeRegistry(_ host: RegistryHost) throws(AuthError) -> Bool {
         var removed = false
         _ = try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
@@ -191,7 +191,7 @@ extension AuthController {
     /// ``accessToken(minValid:forceRefresh:checkingIDToken:)`` refreshes it; `nil` when no
     /// service serves it. Its service with nobody signed in, or a session the refresh finds
     /// ended, is ``AuthError/notSignedIn(_:)-enum.case`` with the sign-in to run. Never prompts.
-    public func dockerCredential(forRegistry serverURL: String) async throws(AuthError) -> DockerCredential? {
+    package func dockerCredential(forRegistry serverURL: String) async throws(AuthError) -> DockerCredential? {
         guard let host = RegistryHost(serverURL),
               let (service, registry) = try await offload({ () throws(AuthError) in try self.servingEntry(of: host) }) else { return nil }
         let controller = controller(of: service)
@@ -206,7 +206,7 @@ extension AuthController {
                 throw error
             }
         }
-        return DockerCredential(serverURL: serverURL.trimmingWhiteSpace, username: registry.username ?? token.user.rawValue,
+        return DockerCredential(serverURL: serverURL.trimmingWhiteSpace, username: registry.username ?? token.account.rawValue,
                                 secret: token.token, service: service, warnings: token.warnings)
     }
 
@@ -214,7 +214,7 @@ extension AuthController {
     /// `serverURL` refresh the token, as a client's `erase` asks after the registry refused it;
     /// `false` when no service serves the registry. Never prompts.
     @discardableResult
-    public func expireDockerCredential(forRegistry serverURL: String) throws(AuthError) -> Bool {
+    package func expireDockerCredential(forRegistry serverURL: String) throws(AuthError) -> Bool {
         guard let host = RegistryHost(serverURL), let (service, _) = try servingEntry(of: host) else { return false }
         try controller(of: service).expireAccessToken()
         return true
@@ -222,7 +222,7 @@ extension AuthController {
 
     /// Every registry of every service that someone is signed in to, with the user name a
     /// ``dockerCredential(forRegistry:)`` answers with: by service name, then as listed.
-    public func dockerCredentialUsers() throws(AuthError) -> [(registry: RegistryHost, username: String)] {
+    package func dockerCredentialUsers() throws(AuthError) -> [(registry: RegistryHost, username: String)] {
         let reads = try settings.readAll()
         return reads.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { service -> [(registry: RegistryHost, username: String)] in
             guard let read = reads[service], read.corruption == nil, let user = read.record.user else { return [] }
@@ -231,7 +231,7 @@ extension AuthController {
     }
 
     /// The service whose `registries` list `host`, if any. Blocks briefly on the settings file.
-    public func service(servingRegistry host: RegistryHost) throws(AuthError) -> ServiceName? {
+    package func service(servingRegistry host: RegistryHost) throws(AuthError) -> ServiceName? {
         try servingEntry(of: host)?.service
     }
 

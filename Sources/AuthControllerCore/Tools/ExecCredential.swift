@@ -6,9 +6,9 @@ public import FoundationEssentials
 /// 401.
 ///
 /// ``AuthController/execCredential(_:presenting:)`` makes one from the signed-in session.
-public struct ExecCredential: Equatable, Sendable, Encodable {
+package struct ExecCredential: Equatable, Sendable, Encodable {
     /// The versions of the exec credential API that kubectl speaks.
-    public enum APIVersion: String, Sendable, CaseIterable {
+    package enum APIVersion: String, Sendable, CaseIterable {
         /// Spoken by every kubectl since 1.11 (Debian 12's 1.20 among them).
         case v1beta1 = "client.authentication.k8s.io/v1beta1"
         /// Since kubectl 1.22.
@@ -16,17 +16,17 @@ public struct ExecCredential: Equatable, Sendable, Encodable {
     }
 
     /// The version kubectl asked for, which the answer must carry.
-    public var apiVersion: APIVersion
+    package var apiVersion: APIVersion
     /// The token, as the `Authorization: Bearer` of every request.
-    public var token: String
+    package var token: String
     /// When the token expires by the local clock, as kubectl compares it; `nil` when unknown.
-    public var expiresAt: Date?
+    package var expiresAt: Date?
     /// Notes for the person, not part of the answer: e.g. the server could not be reached, so a
     /// still-valid token is handed out unrefreshed.
-    public var warnings: [AuthError.Message]
+    package var warnings: [AuthError.Message]
 
     /// An answer in `apiVersion` with `token`, which expires at `expiresAt`.
-    public init(apiVersion: APIVersion, token: String, expiresAt: Date?, warnings: [AuthError.Message] = []) {
+    package init(apiVersion: APIVersion, token: String, expiresAt: Date?, warnings: [AuthError.Message] = []) {
         self.apiVersion = apiVersion
         self.token = token
         self.expiresAt = expiresAt
@@ -38,7 +38,7 @@ public struct ExecCredential: Equatable, Sendable, Encodable {
     /// (`nil` or empty: a kubectl that sets none, or the plugin run by hand), ``APIVersion/v1beta1``,
     /// which every kubectl reads. Anything else is ``AuthError/invalidInput(_:)-enum.case``: an
     /// answer in a version kubectl did not ask for would fail there with a less clear message.
-    public static func apiVersion(requestedIn execInfo: String?) throws(AuthError) -> APIVersion {
+    package static func apiVersion(requestedIn execInfo: String?) throws(AuthError) -> APIVersion {
         guard let execInfo, !execInfo.isEmpty else { return .v1beta1 }
         struct Request: Decodable { var apiVersion: String }
         // kubectl's own is a few hundred bytes (the cluster's CA included, when it is asked for).
@@ -60,7 +60,7 @@ public struct ExecCredential: Equatable, Sendable, Encodable {
 
     /// `{"apiVersion":…,"kind":"ExecCredential","status":{"token":…,"expirationTimestamp":…}}`:
     /// the expiry in RFC 3339 UTC whole seconds, left out when unknown.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(apiVersion.rawValue, forKey: .apiVersion)
         try container.encode("ExecCredential", forKey: .kind)
@@ -72,7 +72,7 @@ public struct ExecCredential: Equatable, Sendable, Encodable {
 
 extension AuthController {
     /// Which of the session's tokens Kubernetes is given.
-    public enum KubernetesToken: Sendable {
+    package enum KubernetesToken: Sendable {
         /// The OpenID provider's ID token, which Kubernetes' OpenID Connect authenticator verifies.
         case idToken
         /// The access token, for API servers that take it (through a webhook authenticator).
@@ -88,7 +88,7 @@ extension AuthController {
     /// (``AuthError/invalidInput(_:)-enum.case`` otherwise: only those tokens are verified ID
     /// tokens). Nobody signed in is ``AuthError/notSignedIn(_:)-enum.case``; other failures are
     /// those of ``accessToken(minValid:forceRefresh:checkingIDToken:)``.
-    public func execCredential(_ apiVersion: ExecCredential.APIVersion, presenting kind: KubernetesToken) async throws(AuthError) -> ExecCredential {
+    package func execCredential(_ apiVersion: ExecCredential.APIVersion, presenting kind: KubernetesToken) async throws(AuthError) -> ExecCredential {
         let presentingIDToken = kind == .idToken
         if presentingIDToken {
             let binding = try await offload { () throws(AuthError) in try self.binding() }
@@ -108,7 +108,7 @@ extension AuthController {
             return ExecCredential(apiVersion: apiVersion, token: token.token, expiresAt: token.expiresAt, warnings: token.warnings)
         }
         guard let idToken = token.idToken else {
-            throw .invalidInput("\(token.user) holds no ID token at \(service): the provider issued none; \(hint: .presentAccessToken)")
+            throw .invalidInput("\(token.account) holds no ID token at \(service): the provider issued none; \(hint: .presentAccessToken)")
         }
         return ExecCredential(apiVersion: apiVersion, token: idToken, expiresAt: token.idTokenExpiresAt, warnings: token.warnings)
     }

@@ -23,7 +23,7 @@ struct Forget: AsyncParsableCommand {
         Output.warnings(outcome)
         // Forgetting another account can end a stale session on the way: that line names whose.
         for event in outcome.events where event.status == .signedOut {
-            let user = event.user?.rawValue ?? ""
+            let user = event.account?.rawValue ?? ""
             try Output.line(event.reason == .removed ? "Signed out of \(controller.service): \(user) (its keyring item is gone)."
                                                      : "Signed out of \(controller.service): \(user).")
         }

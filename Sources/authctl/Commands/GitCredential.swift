@@ -97,7 +97,7 @@ struct GitCredential: AsyncParsableCommand {
             }
         }
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
-        var answer = ["username=\(request.username ?? token.user.rawValue)", "password=\(token.token)"]
+        var answer = ["username=\(request.username ?? token.account.rawValue)", "password=\(token.token)"]
         if let expiresAt = token.expiresAt { answer.append("password_expiry_utc=\(Int64(expiresAt.timeIntervalSince1970))") }
         // As git sent them back: the username is git's own text (never a newline or NUL, which
         // the request cannot carry), the token visible ASCII.

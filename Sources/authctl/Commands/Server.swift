@@ -188,7 +188,7 @@ struct Token: AsyncParsableCommand {
         }
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
         if idToken && token.idToken == nil {
-            throw AuthError.invalidInput("\(token.user) holds no ID token at \(controller.service): only OpenID providers issue them, and this one issued none")
+            throw AuthError.invalidInput("\(token.account) holds no ID token at \(controller.service): only OpenID providers issue them, and this one issued none")
         }
         if json {
             try Output.json(TokenDocument(service: controller.service, token, includingIDToken: idToken))

@@ -23,7 +23,7 @@ struct SignOut: AsyncParsableCommand {
         Output.warnings(outcome)
         // A stale session ended on the way (reason `removed`) is told on stderr, not as a sign-out.
         for event in outcome.events where event.reason == .signOut {
-            try Output.line("Signed out of \(controller.service): \(event.user?.rawValue ?? "").")
+            try Output.line("Signed out of \(controller.service): \(event.account?.rawValue ?? "").")
         }
     }
 }

@@ -27,7 +27,7 @@ struct Status: ParsableCommand {
             try Output.json(StatusDocument(status))
         } else if !quiet {
             let locked = status.keyringLocked ? " (keyring locked)" : ""
-            if let user = status.user {
+            if let user = status.account {
                 let name = status.reportedName.map { $0.isEmpty ? "" : " (\($0))" } ?? ""
                 let since = status.signedInAt.map { " since \(Timestamp.rfc3339($0))" } ?? ""
                 try Output.line("Signed in to \(status.service) as \(user)\(name)\(since)\(locked)")

@@ -35,7 +35,7 @@ struct Verify: AsyncParsableCommand {
         if passwordStdin {
             password = try PasswordReader.readStandardInput()
         } else {
-            guard let user = try controller.status().user else {
+            guard let user = try controller.status().account else {
                 throw AuthError.notSignedIn("nobody is signed in to \(controller.service)")
             }
             password = try PasswordReader.read(passwordStdin: false, prompt: "Password for \(user): ", confirm: false)

@@ -58,9 +58,9 @@ struct Watch: AsyncParsableCommand {
     }
 
     static func text(_ event: LoginEvent) -> String {
-        let user = event.user?.rawValue ?? "(nobody)"
+        let user = event.account?.rawValue ?? "(nobody)"
         let name = event.name.isEmpty ? "" : " (\(event.name))"
-        let previous = event.previousUser.map { ", after \($0)" } ?? ""
+        let previous = event.previousAccount.map { ", after \($0)" } ?? ""
         return "\(Timestamp.rfc3339(event.timestamp)) \(event.service) \(event.status.rawValue) \(user)\(name) [\(event.reason.rawValue)\(previous)] #\(event.sequence)"
     }
 }

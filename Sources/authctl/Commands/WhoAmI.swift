@@ -23,7 +23,7 @@ struct WhoAmI: ParsableCommand {
         if json {
             try Output.json(WhoAmIDocument(status))
         }
-        guard let user = status.user else {
+        guard let user = status.account else {
             if !json { Output.diagnostic("nobody is signed in to \(status.service)") }
             throw ExitCode(ExitStatus.no)
         }

@@ -21,7 +21,7 @@ struct StatusDocument: Encodable {
     init(_ status: LoginStatus) {
         service = status.service.rawValue
         signedIn = status.isSignedIn
-        user = status.user?.rawValue
+        user = status.account?.rawValue
         name = status.reportedName
         signedInAt = status.signedInAt.map(Timestamp.rfc3339(_:))
         sequence = status.sequence
@@ -72,7 +72,7 @@ struct TokenDocument: Encodable {
 
     init(service: ServiceName, _ token: AuthController.AccessToken, includingIDToken: Bool = false) {
         self.service = service.rawValue
-        user = token.user.rawValue
+        user = token.account.rawValue
         accessToken = token.token
         tokenType = token.tokenType
         expiresAt = token.expiresAt.map(Timestamp.rfc3339(_:))
@@ -88,7 +88,7 @@ struct WhoAmIDocument: Encodable {
 
     init(_ status: LoginStatus) {
         service = status.service.rawValue
-        user = status.user?.rawValue
+        user = status.account?.rawValue
         name = status.reportedName
     }
 }
@@ -139,7 +139,7 @@ struct EventDocument: Encodable {
     init(_ event: LoginEvent) {
         service = event.service.rawValue
         signedIn = event.isSignedIn
-        user = event.user?.rawValue
+        user = event.account?.rawValue
         reason = event.reason.rawValue
         name = event.name
         timestamp = Timestamp.rfc3339(event.timestamp)
