@@ -124,9 +124,11 @@ let package = Package(
             dependencies: ["AuthController"],
             linkerSettings: releaseLinkerSettings
         ),
-        // Helpers shared by the test targets (named test arguments).
+        // Helpers shared by the test targets: named test arguments, `eventually`, and the controllers
+        // on in-memory stores that the unit tests drive.
         .target(
             name: "TestSupport",
+            dependencies: ["AuthController", "AuthControllerTesting"],
             path: "Tests/TestSupport"
         ),
         .testTarget(

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TestSupport
 import Testing
 
 /// The OpenID Connect provider the sign-in tests run against (Support/IdentityProvider.swift)

@@ -2,6 +2,7 @@ import AuthController
 import DesktopSandbox
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Synchronization
+import TestSupport
 import Testing
 
 /// A real OpenID Connect provider on 127.0.0.1 — django-oauth-toolkit, started by the test that
