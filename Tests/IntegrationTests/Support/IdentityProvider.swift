@@ -115,45 +115,28 @@ final class IdentityProvider: Sendable {
     /// `authorization_code`, `refresh`, `device_poll` (token requests by grant type), `token` (all
     /// of them), `device_authorization`, `device_page`, `device_confirm`, `userinfo`, `revoke`.
     /// An endpoint never asked is absent.
-    func stats() async throws -> [String: Int] {
-        try await JSONSerialization.jsonObject(with: control("/_stats")) as? [String: Int] ?? [:]
-    }
+    func stats() async throws -> [String: Int] { try await control.stats([String: Int].self) }
 
     /// How many requests `endpoint` (a name of `stats()`) answered.
     func count(_ endpoint: String) async throws -> Int { try await stats()[endpoint] ?? 0 }
 
     /// Every request so far: `endpoint`, `method`, `path`, `query`, `fields` (the form), `authorization`,
     /// `userAgent`, `accept`, `status`, `location`, `time` (seconds since the epoch, when it arrived).
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// How many refresh tokens each person holds that are neither revoked nor rotated away.
     func liveRefreshTokens() async throws -> [String: Int] {
-        try await JSONSerialization.jsonObject(with: control("/_live")) as? [String: Int] ?? [:]
+        try await JSONSerialization.jsonObject(with: control.data("/_live")) as? [String: Int] ?? [:]
     }
 
     /// Changes django-oauth-toolkit settings while the provider runs, by their names
     /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them; and
     /// `DEVICE_CODE_EXPIRE_SECONDS`, the provider's own).
     func configure(_ settings: [String: Any]) async throws {
-        _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
+        try await control.configure(try JSONSerialization.data(withJSONObject: settings))
     }
 
-    private func control(_ path: String, body: Data? = nil) async throws -> Data {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        if let body {
-            request.httpMethod = "POST"
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let (data, answer) = try await URLSession.shared.data(for: request)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the identity provider answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the identity provider", port: port) }
 
     // MARK: The person
 

@@ -94,18 +94,14 @@ final class KubeAPIServer: Sendable {
         }
     }
 
-    func stats() async throws -> Stats {
-        try JSONDecoder().decode(Stats.self, from: try await control("/_stats"))
-    }
+    func stats() async throws -> Stats { try await control.stats(Stats.self) }
 
     /// Every API request: `method`, `path`, `query`, `status`, `token` (`fingerprint(of:)`),
     /// `kind` (`idToken` or `accessToken` when accepted), `refusal` (why the token was refused:
     /// `expired`, `another issuer`, `another audience`, `bad signature`, `unknown key`, `not a
     /// JWT`, `userinfo 401`, `no token`…, `; `-joined when both authenticators refused), `userAgent`,
     /// `time` (seconds since the epoch, when it arrived).
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// How `stats()` and `log()` show a token: its last 8 characters, since every ID token of one
     /// provider starts with the same header.
@@ -113,14 +109,7 @@ final class KubeAPIServer: Sendable {
 
     // The control endpoints are also served over plain HTTP, on the same port: Foundation on Linux
     // cannot be told to trust the server's own CA.
-    private func control(_ path: String) async throws -> Data {
-        let (data, answer) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the Kubernetes API server answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the Kubernetes API server", port: port) }
 }
 
 /// The real kubectl 1.20 — Debian 12's `kubernetes-client`, unpacked into
