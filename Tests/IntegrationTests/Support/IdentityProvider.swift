@@ -231,3 +231,53 @@ final class IdentityProvider: Sendable {
         return python
     }
 }
+
+// MARK: Tokens of a sign-in, for the servers that take them
+
+extension IdentityProvider {
+    /// Tokens of one sign-in at the provider.
+    struct SignedIn: Sendable {
+        /// Opaque, good at userinfo: the refresh's (the refresh revoked the device flow's).
+        let accessToken: String
+        /// RS256, `aud` `authctl-device`, its lifetime the provider's `ID_TOKEN_EXPIRE_SECONDS` at the
+        /// refresh (negative: already expired).
+        let idToken: String
+    }
+
+    /// Signs `person` in through the device flow (the device stand-in approves) and refreshes once,
+    /// since the device flow's answer has no ID token: what a Kubernetes client holds after a sign-in,
+    /// and an access token for the servers that ask the userinfo endpoint (git, the registry).
+    func signIn(_ person: Person = ada) async throws -> SignedIn {
+        let device = try await Self.json(deviceAuthorizationEndpoint, form: ["client_id": Self.deviceClientID, "scope": "openid profile email"]).body
+        let (decided, outcome) = try await approveDevice(verificationURI: try #require(device["verification_uri"] as? String),
+                                                         userCode: device["user_code"] as? String, person: person)
+        try #require(decided, "\(outcome)")
+        let tokens = try await Self.json(tokenEndpoint, form: [
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"] as? String ?? "",
+            "client_id": Self.deviceClientID,
+        ]).body
+        let refreshed = try await Self.json(tokenEndpoint, form: [
+            "grant_type": "refresh_token", "refresh_token": try #require(tokens["refresh_token"] as? String, "\(tokens)"),
+            "client_id": Self.deviceClientID,
+        ]).body
+        return SignedIn(accessToken: try #require(refreshed["access_token"] as? String, "\(refreshed)"),
+                        idToken: try #require(refreshed["id_token"] as? String, "\(refreshed)"))
+    }
+
+    /// Asks one of the provider's endpoints as a client would: a GET, or a POST of `form`, with
+    /// `bearer` as the access token when given; the answer's status and its JSON object (empty
+    /// when it has none).
+    static func json(_ url: String, form: [String: String]? = nil, bearer: String? = nil) async throws -> (status: Int, body: [String: Any]) {
+        var request = URLRequest(url: URL(string: url)!)
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        if let form {
+            request.httpMethod = "POST"
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            var components = URLComponents()
+            components.queryItems = form.map { URLQueryItem(name: $0.key, value: $0.value) }
+            request.httpBody = Data((components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B").utf8)
+        }
+        let (data, answer) = try await URLSession.shared.data(for: request)
+        return ((answer as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+    }
+}
