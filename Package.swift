@@ -1,11 +1,6 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-let strictSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("InternalImportsByDefault"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-]
-
 // Release links: start-up is dominated by the dynamic loader and the runtime's conformance scan,
 // so the release binary is linked with lld, keeps PIE (ASLR) but packs its relative relocations
 // (`-z pack-relative-relocs`, glibc >= 2.36), is stripped (-s), and takes libstdc++ (which the static
@@ -96,18 +91,15 @@ let package = Package(
                 "CGLib", "CArgon2", "CLibsecret", "CLibsoup", "CQREncode", "CGnuTLS", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "AuthController",
-            dependencies: ["AuthControllerCore"],
-            swiftSettings: strictSettings
+            dependencies: ["AuthControllerCore"]
         ),
         .target(
             name: "AuthControllerTesting",
-            dependencies: ["AuthControllerCore"],
-            swiftSettings: strictSettings
+            dependencies: ["AuthControllerCore"]
         ),
         .target(
             name: "DesktopSandbox",
@@ -115,8 +107,7 @@ let package = Package(
                 "AuthControllerCore",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .executableTarget(
             name: "authctl",
@@ -126,20 +117,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: strictSettings,
             linkerSettings: releaseLinkerSettings
         ),
         .executableTarget(
             name: "authctl-bench",
             dependencies: ["AuthController"],
-            swiftSettings: strictSettings,
             linkerSettings: releaseLinkerSettings
         ),
-        // Helpers shared by the test targets (named test arguments).
+        // Helpers shared by the test targets: named test arguments, `eventually`, and the controllers
+        // on in-memory stores that the unit tests drive.
         .target(
             name: "TestSupport",
-            path: "Tests/TestSupport",
-            swiftSettings: strictSettings
+            dependencies: ["AuthController", "AuthControllerTesting"],
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "AuthControllerTests",
@@ -147,8 +137,7 @@ let package = Package(
             dependencies: [
                 "AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport", "authctl",
                 .product(name: "Subprocess", package: "swift-subprocess"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "IntegrationTests",
@@ -159,8 +148,16 @@ let package = Package(
             ],
             exclude: ["Support/token_server.py", "Support/git_server.py", "Support/serving.py", "Support/identity_provider", "Support/scripted_provider.py",
                       "Support/scripted_browser", "Support/secret_service_stand_in.py", "Support/kube_api_server.py",
-                      "Support/container_registry.py", "Support/notification_peers.py", "Support/keyrings", "Support/debian-root"],
-            swiftSettings: strictSettings
+                      "Support/container_registry.py", "Support/notification_peers.py", "Support/keyrings", "Support/debian-root"]
         ),
     ]
 )
+
+// Every target that SwiftPM compiles with swiftc gets the same strict imports, set once here
+// (as swift-log does); the system libraries are module maps over installed headers.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

@@ -2,6 +2,7 @@ import AuthController
 @testable import AuthControllerCore
 import AuthControllerTesting
 import Foundation
+import TestSupport
 import Testing
 
 /// Bound services at the edges of the token's life: a server that issues no refresh token, and

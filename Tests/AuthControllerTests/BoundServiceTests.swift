@@ -2,49 +2,8 @@ import AuthController
 import AuthControllerTesting
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
-
-/// A clock the test moves by hand.
-final class TestClock: Sendable {
-    private let now = Mutex<UInt64>(1_795_000_000_000_000)
-    var read: @Sendable () -> UInt64 { { [self] in now.withLock { $0 } } }
-    func advance(seconds: Double) { now.withLock { $0 += UInt64(seconds * 1_000_000) } }
-}
-
-/// A controller of a service bound to an in-memory token server.
-final class BoundFixture: Sendable {
-    let clock = TestClock()
-    let server: InMemoryTokenServer
-    let keyring: InMemorySecretStore
-    let settings = InMemorySettingsStore()
-    let broadcaster = RecordingBroadcaster()
-    let controller: AuthController
-    let service = ServiceName(rawValue: "bound.service")!
-    let alice = AccountID(rawValue: "alice@example.org")!
-    let bob = AccountID(rawValue: "bob")!
-    let binding: ServerBinding
-
-    /// - Parameter keyringCalls: a store the controller calls instead, which notes whether each
-    ///   call runs inside a task before it passes it on to ``keyring``.
-    init(_ tokenProtocol: ServerBinding.TokenProtocol = .oauth2, revoke: Bool = false, keyringCalls: TaskNotingStore? = nil) throws {
-        keyring = keyringCalls?.base ?? InMemorySecretStore()
-        server = InMemoryTokenServer(clock: clock.read)
-        server.configure { $0.accounts = ["alice@example.org": "pw", "bob": "pw2"] }
-        binding = ServerBinding(server: try ServerURL(validating: tokenProtocol == .oauth2 ? "https://auth.test/token" : "https://api.test/v1"),
-                                tokenProtocol: tokenProtocol, clientID: "cli",
-                                revokeURL: revoke ? try ServerURL(validating: "https://auth.test/revoke") : nil)
-        controller = AuthController(service: service, keyring: keyringCalls ?? keyring, settings: settings, broadcaster: broadcaster,
-                                    notificationCenter: NotificationCenter(), tokenTransport: server, serverTimeout: .seconds(2), clock: clock.read)
-    }
-
-    @discardableResult
-    func signIn(_ account: AccountID? = nil, _ password: String = "pw") async throws -> ChangeOutcome {
-        try await controller.signIn(account: account ?? alice, name: "A", password: Password(password), binding: binding)
-    }
-
-    var trail: [String] { broadcaster.events.map { "\($0.status.rawValue) \($0.account?.rawValue ?? "-") \($0.reason.rawValue)" } }
-    var refreshes: Int { server.refreshCount }
-}
 
 @Suite("Bound services: tokens")
 struct BoundServiceTests {

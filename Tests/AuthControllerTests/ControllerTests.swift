@@ -2,39 +2,8 @@ import AuthController
 import AuthControllerTesting
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
-
-/// The controller on in-memory stores: no bus, no keyring, no disk.
-final class Fixture: Sendable {
-    let keyring = InMemorySecretStore()
-    let settings = InMemorySettingsStore()
-    let broadcaster = RecordingBroadcaster()
-    let center = NotificationCenter()
-    let controller: AuthController
-    let service = ServiceName(rawValue: "test.service")!
-
-    init() {
-        controller = AuthController(service: service, keyring: keyring, settings: settings,
-                                    hasher: Argon2idHasher(parameters: .init(memoryKiB: 64, iterations: 2, parallelism: 1)),
-                                    broadcaster: broadcaster, notificationCenter: center, clock: { 1_795_000_000_123_456 })
-    }
-
-    func account(_ text: String) -> AccountID { AccountID(rawValue: text)! }
-    func password(_ text: String) -> Password { try! Password(text) }
-
-    @discardableResult
-    func signIn(_ account: String, _ password: String = "pw", name: String = "") async throws -> ChangeOutcome {
-        try await controller.signIn(account: self.account(account), name: name, password: self.password(password))
-    }
-
-    /// (status, user, reason, sequence, previous-user) of every broadcast so far.
-    var trail: [String] {
-        broadcaster.events.map { event in
-            "\(event.status.rawValue) \(event.account?.rawValue ?? "-") \(event.reason.rawValue) #\(event.sequence)"
-                + (event.previousAccount.map { " after \($0)" } ?? "")
-        }
-    }
-}
 
 @Suite("AuthController on in-memory stores")
 struct ControllerTests {

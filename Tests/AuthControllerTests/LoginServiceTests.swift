@@ -1,6 +1,7 @@
 import AuthController
 @testable import AuthControllerCore
 import AuthControllerTesting
+import TestSupport
 import Testing
 
 @Suite("serve: object paths, schedules, status fields, errors")

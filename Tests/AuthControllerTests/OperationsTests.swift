@@ -2,40 +2,8 @@ import AuthController
 import AuthControllerTesting
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
-
-/// A store that notes whether each call runs inside a task — on a thread of the cooperative pool —
-/// and otherwise is the in-memory one.
-final class TaskNotingStore: SecretStore {
-    let base: InMemorySecretStore
-    private let calls = Mutex<[Bool]>([])
-
-    init(base: InMemorySecretStore = InMemorySecretStore()) {
-        self.base = base
-    }
-
-    /// For each call so far, whether it ran inside a task; emptied.
-    func takeCalls() -> [Bool] { calls.withLock { calls in defer { calls = [] }; return calls } }
-
-    private func note() {
-        let inTask = withUnsafeCurrentTask { $0 != nil }
-        calls.withLock { $0.append(inTask) }
-    }
-
-    func containsItem(_ key: ItemKey) throws(AuthError) -> Bool { note(); return try base.containsItem(key) }
-    func isLocked() throws(AuthError) -> Bool { note(); return try base.isLocked() }
-    func unlock() throws(AuthError) { note(); try base.unlock() }
-    func secret(_ key: ItemKey) throws(AuthError) -> [UInt8]? { note(); return try base.secret(key) }
-    func store(_ secret: [UInt8], contentType: String, for key: ItemKey, label: String) throws(AuthError) {
-        note()
-        try base.store(secret, contentType: contentType, for: key, label: label)
-    }
-    func deleteItem(_ key: ItemKey) throws(AuthError) -> Bool { note(); return try base.deleteItem(key) }
-    func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
-        note()
-        return try base.accounts(service: service, server: server)
-    }
-}
 
 /// One meaning per operation: the `async` operations serve local and bound services alike, the
 /// original synchronous API refuses what only they can do, and sign-in decides itself whether it

@@ -2,6 +2,7 @@ import AuthController
 import AuthControllerTesting
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// A keyring that plays another process at the worst moment: the first time the signed-in
@@ -127,8 +128,7 @@ struct WaitingRefreshTests {
         let other = Task { () async throws in
             try await fixture.settings.withRefreshLock(service: fixture.service, timeout: 10) { () async throws(AuthError) in
                 holding.withLock { $0 = true }
-                let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-                while store.tokenReads == 0 && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+                _ = await eventually(within: .seconds(10), pollingEvery: .milliseconds(5)) { store.tokenReads > 0 }
                 try fixture.settings.withExclusiveLock { () throws(AuthError) in
                     let record = try fixture.settings.read(service: fixture.service).record
                     _ = try fixture.keyring.deleteItem(ItemKey(service: fixture.service, account: fixture.alice, server: fixture.binding.server))
@@ -136,8 +136,7 @@ struct WaitingRefreshTests {
                 }
             }
         }
-        let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-        while !holding.withLock({ $0 }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        _ = await eventually(within: .seconds(10), pollingEvery: .milliseconds(5)) { holding.withLock { $0 } }
         defer { other.cancel() }
         do {
             _ = try await controller.accessToken(forceRefresh: true)

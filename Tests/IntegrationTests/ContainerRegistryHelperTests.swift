@@ -1,5 +1,6 @@
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// `docker-credential-authctl` as registry clients run it: the real skopeo (which reads `credHelpers`

@@ -10,7 +10,8 @@ import Testing
 /// it will take it from authctl.
 @Suite("The test container registry")
 struct ContainerRegistryTests {
-    /// A provider, a registry that asks it, and an access token of Ada's from the device flow.
+    /// A provider, a registry that asks it, and an access token of Ada's: the device flow's, refreshed
+    /// once (`IdentityProvider.signIn`).
     private struct Setting {
         let provider: IdentityProvider
         let registry: ContainerRegistry
@@ -20,28 +21,7 @@ struct ContainerRegistryTests {
     private func setting() async throws -> Setting {
         let provider = try await IdentityProvider()
         let registry = try await ContainerRegistry(userinfo: provider.userinfoEndpoint)
-        let device = try await post(provider.deviceAuthorizationEndpoint,
-                                    ["client_id": IdentityProvider.deviceClientID, "scope": "openid profile email"]).body
-        let (decided, outcome) = try await provider.approveDevice(verificationURI: try #require(device["verification_uri"] as? String),
-                                                                  userCode: device["user_code"] as? String)
-        try #require(decided, "\(outcome)")
-        let tokens = try await post(provider.tokenEndpoint, [
-            "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"] as? String ?? "",
-            "client_id": IdentityProvider.deviceClientID,
-        ]).body
-        return Setting(provider: provider, registry: registry, token: try #require(tokens["access_token"] as? String, "\(tokens)"))
-    }
-
-    /// POSTs `fields` as a form; the answer's status and its JSON object (empty when it has none).
-    private func post(_ url: String, _ fields: [String: String]) async throws -> (status: Int, body: [String: Any]) {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        var components = URLComponents()
-        components.queryItems = fields.map { URLQueryItem(name: $0.key, value: $0.value) }
-        request.httpBody = Data((components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B").utf8)
-        let (data, answer) = try await URLSession.shared.data(for: request)
-        return ((answer as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+        return Setting(provider: provider, registry: registry, token: try await provider.signIn().accessToken)
     }
 
     /// What `skopeo inspect` printed, as JSON.
@@ -106,7 +86,7 @@ struct ContainerRegistryTests {
         let creds = "ada:\(setting.token)"
         let before = try await skopeo.inspect(setting.registry.seededReference, creds: creds, tags: false)
         #expect(before.status == 0, "\(before)")
-        let revocation = try await post(setting.provider.revocationEndpoint, ["token": setting.token, "client_id": IdentityProvider.deviceClientID])
+        let revocation = try await IdentityProvider.json(setting.provider.revocationEndpoint, form: ["token": setting.token, "client_id": IdentityProvider.deviceClientID])
         #expect(revocation.status == 200)
         let after = try await skopeo.inspect(setting.registry.seededReference, creds: creds, tags: false)
         #expect(after.status == 1)

@@ -1,6 +1,7 @@
 import AuthController
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// `LoginStatusChanged` as a real subscriber on the bus receives it.

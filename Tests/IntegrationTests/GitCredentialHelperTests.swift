@@ -1,5 +1,6 @@
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// `authctl git-credential` as git runs it: the real `git` against a smart-HTTP server that takes

@@ -8,7 +8,8 @@ import Testing
 /// `git` over smart HTTP to an access token the identity provider accepts, and to nothing else.
 @Suite("The test git server")
 struct GitServerTests {
-    /// A provider, a git server that asks it, and an access token of Ada's from the device flow.
+    /// A provider, a git server that asks it, and an access token of Ada's: the device flow's, refreshed
+    /// once (`IdentityProvider.signIn`).
     private struct Setting {
         let provider: IdentityProvider
         let server: GitServer
@@ -18,28 +19,7 @@ struct GitServerTests {
     private func setting() async throws -> Setting {
         let provider = try await IdentityProvider()
         let server = try await GitServer(userinfo: provider.userinfoEndpoint)
-        let device = try await post(provider.deviceAuthorizationEndpoint,
-                                    ["client_id": IdentityProvider.deviceClientID, "scope": "openid profile email"]).body
-        let (decided, outcome) = try await provider.approveDevice(verificationURI: try #require(device["verification_uri"] as? String),
-                                                                  userCode: device["user_code"] as? String)
-        try #require(decided, "\(outcome)")
-        let tokens = try await post(provider.tokenEndpoint, [
-            "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"] as? String ?? "",
-            "client_id": IdentityProvider.deviceClientID,
-        ]).body
-        return Setting(provider: provider, server: server, token: try #require(tokens["access_token"] as? String, "\(tokens)"))
-    }
-
-    /// POSTs `fields` as a form; the answer's status and its JSON object (empty when it has none).
-    private func post(_ url: String, _ fields: [String: String]) async throws -> (status: Int, body: [String: Any]) {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        var components = URLComponents()
-        components.queryItems = fields.map { URLQueryItem(name: $0.key, value: $0.value) }
-        request.httpBody = Data((components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B").utf8)
-        let (data, answer) = try await URLSession.shared.data(for: request)
-        return ((answer as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+        return Setting(provider: provider, server: server, token: try await provider.signIn().accessToken)
     }
 
     /// Clones `repo.git` with the token in the URL and commits `file` there; returns the clone.
@@ -111,7 +91,7 @@ struct GitServerTests {
         let git = try IsolatedGit()
         let url = setting.server.url(for: "repo.git", user: "x-access-token", password: setting.token)
         #expect(try await git.run("ls-remote", url).status == 0)
-        let revocation = try await post(setting.provider.revocationEndpoint, ["token": setting.token, "client_id": IdentityProvider.deviceClientID])
+        let revocation = try await IdentityProvider.json(setting.provider.revocationEndpoint, form: ["token": setting.token, "client_id": IdentityProvider.deviceClientID])
         #expect(revocation.status == 200)
         let run = try await git.run("ls-remote", url)
         #expect(run.status == 128)

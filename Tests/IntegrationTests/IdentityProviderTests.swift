@@ -2,30 +2,17 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TestSupport
 import Testing
 
 /// The OpenID Connect provider the sign-in tests run against (Support/IdentityProvider.swift)
 /// starts, publishes what a client discovers, and plays the person in both flows.
 @Suite("The test identity provider")
 struct IdentityProviderTests {
-    private func json(_ url: String, form: [String: String]? = nil, bearer: String? = nil) async throws -> (status: Int, body: [String: Any]) {
-        var request = URLRequest(url: URL(string: url)!)
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        if let form {
-            request.httpMethod = "POST"
-            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-            var components = URLComponents()
-            components.queryItems = form.map { URLQueryItem(name: $0.key, value: $0.value) }
-            request.httpBody = Data((components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B").utf8)
-        }
-        let (data, answer) = try await URLSession.shared.data(for: request)
-        return ((answer as? HTTPURLResponse)?.statusCode ?? 0, try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:])
-    }
-
     @Test("discovery names the issuer and the endpoints the wrapper knows, and is counted")
     func discovery() async throws {
         let provider = try await IdentityProvider()
-        let (status, document) = try await json(provider.discoveryURL)
+        let (status, document) = try await IdentityProvider.json(provider.discoveryURL)
         #expect(status == 200)
         #expect(document["issuer"] as? String == provider.issuer)
         #expect(document["authorization_endpoint"] as? String == provider.authorizationEndpoint)
@@ -42,7 +29,7 @@ struct IdentityProviderTests {
     @Test("with completeDiscovery and without the iss parameter, discovery says so")
     func completeDiscovery() async throws {
         let provider = try await IdentityProvider(issParameter: false, completeDiscovery: true)
-        let (_, document) = try await json(provider.discoveryURL)
+        let (_, document) = try await IdentityProvider.json(provider.discoveryURL)
         #expect(document["device_authorization_endpoint"] as? String == provider.deviceAuthorizationEndpoint)
         #expect(document["revocation_endpoint"] as? String == provider.revocationEndpoint)
         #expect(document["authorization_response_iss_parameter_supported"] == nil)
@@ -51,16 +38,16 @@ struct IdentityProviderTests {
     @Test("the device stand-in approves a user code, and the poll then answers tokens")
     func deviceFlow() async throws {
         let provider = try await IdentityProvider()
-        let (_, device) = try await json(provider.deviceAuthorizationEndpoint,
-                                         form: ["client_id": IdentityProvider.deviceClientID, "scope": "openid profile email"])
+        let (_, device) = try await IdentityProvider.json(provider.deviceAuthorizationEndpoint,
+                                                          form: ["client_id": IdentityProvider.deviceClientID, "scope": "openid profile email"])
         let verificationURI = try #require(device["verification_uri"] as? String)
         #expect(verificationURI == provider.verificationPage)
         let poll = ["grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"] as? String ?? "",
                     "client_id": IdentityProvider.deviceClientID]
-        #expect(try await json(provider.tokenEndpoint, form: poll).body["error"] as? String == "authorization_pending")
+        #expect(try await IdentityProvider.json(provider.tokenEndpoint, form: poll).body["error"] as? String == "authorization_pending")
         let (decided, outcome) = try await provider.approveDevice(verificationURI: verificationURI, userCode: device["user_code"] as? String)
         #expect(decided, "\(outcome)")
-        let (status, tokens) = try await json(provider.tokenEndpoint, form: poll)
+        let (status, tokens) = try await IdentityProvider.json(provider.tokenEndpoint, form: poll)
         #expect(status == 200)
         #expect(tokens["access_token"] is String)
         #expect(try await provider.count("device_poll") == 2)
@@ -97,13 +84,13 @@ struct IdentityProviderTests {
         #expect(query["state"] == "the-state")
         #expect(query["iss"] == provider.issuer)
         #expect(query["extra"] == "a+b")
-        let (status, tokens) = try await json(provider.tokenEndpoint, form: [
+        let (status, tokens) = try await IdentityProvider.json(provider.tokenEndpoint, form: [
             "grant_type": "authorization_code", "code": query["code"] ?? "", "redirect_uri": redirectURI,
             "client_id": IdentityProvider.browserClientID, "code_verifier": verifier,
         ])
         #expect(status == 200)
         #expect(tokens["id_token"] is String)
-        let (_, claims) = try await json(provider.userinfoEndpoint, bearer: tokens["access_token"] as? String)
+        let (_, claims) = try await IdentityProvider.json(provider.userinfoEndpoint, bearer: tokens["access_token"] as? String)
         #expect(claims["email"] as? String == IdentityProvider.grace.email)
     }
 }

@@ -1,5 +1,6 @@
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// `authctl kube-credential` as kubectl runs it: the real kubectl 1.20 (Debian's) against a test API

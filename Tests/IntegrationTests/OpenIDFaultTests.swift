@@ -1,8 +1,10 @@
+import AuthController
 import DesktopSandbox
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -388,8 +390,9 @@ struct OpenIDFaultTests {
         #expect(run.status == 0, "\(run)")
         let refreshed = try await scenario.authctl("token", "--refresh")
         #expect(refreshed.status == 0, "\(refreshed)")
-        // Three intervals more for a poll that should not come.
-        try await Task.sleep(for: .seconds(3))
+        // Nothing is left to wait for: the sign-in process has ended, so it polls no more, and
+        // the provider logged the refresh made after it, so what the sign-in sent is logged too.
+        #expect(try await provider.tokenRequests("refresh").count == 1)
         let polls = try await provider.tokenRequests("device_poll")
         #expect(polls.count == 3, "\(polls)")
         #expect(polls.last?["answered"] as? String == "tokens")
@@ -554,11 +557,14 @@ struct OpenIDFaultTests {
         try await provider.configure(json: #"{"id_token": true, "script": {"token": [{"tokens": {"expires_in": 2}}]}}"#)
         let scenario = try await bound(provider)
         let run = try await scenario.authctl("sign-in", "--timeout", "30")
+        // The access token expires 2 s after the sign-in's answer, so 2 s after this at the latest.
+        let afterSignIn = AuthController.systemClock()
         #expect(run.status == 0, "\(run)")
         let before = try await scenario.secretTool("lookup", "service", scenario.service, "account", "ada@example.org")
         try await provider.configure(["id_token_claims": ["sub": "sub-mallory"]])
-        // Once the stored access token has expired, nothing can be printed instead.
-        try await Task.sleep(for: .seconds(3))
+        // Once the stored access token has expired, nothing can be printed instead: the wait is
+        // for the token's own expiry, which only time brings.
+        try await sleepUntilWallClock(afterSignIn + 2_000_000 + 1_000)
         let due = try await scenario.authctl("token")
         #expect(due.status == 76, "\(due)")
         #expect(due.stderr.contains("another subject"), "\(due)")

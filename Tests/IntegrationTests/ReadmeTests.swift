@@ -2,6 +2,7 @@ import AuthController
 import DesktopSandbox
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ import Glibc
 /// - `python NAME`: run with Debian's `/usr/bin/python3` (python3-gi);
 /// - `python-serve NAME`: as `python`, with `authctl serve` running (reserved for the section on
 ///   `serve`'s objects);
-/// - `layout`: a file tree whose paths must exist;
+/// - `layout`: a file tree whose paths must exist, listing every folder of Sources/ and of the core;
 /// - `not run: REASON`: the reason says how it is exercised instead.
 /// A new block needs a verdict, and a NAME needs a test here (``ReadmeTests/handled``).
 struct ReadmeBlock {
@@ -354,7 +355,7 @@ struct ReadmeTests {
         try? FileManager.default.removeItem(atPath: kept)
     }
 
-    @Test("Layout: every path of the tree exists")
+    @Test("Layout: every path of the tree exists, and every folder of Sources/ and of the core is listed")
     func layout() throws {
         let block = try #require(try ReadmeBlock.all().first { $0.kind == "layout" })
         var paths: [String] = []
@@ -383,6 +384,21 @@ struct ReadmeTests {
         #expect(paths.count >= 15, "\(paths)")
         for path in paths {
             #expect(FileManager.default.fileExists(atPath: ReadmeBlock.root.appendingPathComponent(path).path), "README.md Layout: \(path) does not exist")
+        }
+        // A newcomer reads the tree to find their way: a folder added without a line there is
+        // a folder nobody is told about.
+        for folder in ["Sources", "Sources/AuthControllerCore"] {
+            let listed = Set(paths.compactMap { path -> String? in
+                guard path.hasPrefix(folder + "/") else { return nil }
+                return path.dropFirst(folder.count + 1).split(separator: "/").first.map { folder + "/" + $0 }
+            })
+            let url = ReadmeBlock.root.appendingPathComponent(folder)
+            for entry in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() {
+                var isFolder: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: url.appendingPathComponent(entry).path, isDirectory: &isFolder),
+                      isFolder.boolValue else { continue }
+                #expect(listed.contains(folder + "/" + entry), "README.md Layout: \(folder)/\(entry)/ is not listed")
+            }
         }
     }
 }

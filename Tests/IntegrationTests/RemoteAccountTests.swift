@@ -1,5 +1,6 @@
 import AuthController
 import Foundation
+import TestSupport
 import Testing
 
 /// `authctl` against a real HTTP token server on 127.0.0.1 (the README, "Remote accounts: a token

@@ -1,5 +1,6 @@
 import AuthController
 import Foundation
+import TestSupport
 import Testing
 
 /// Tokens that a sign-in or `verify` replaces leave no refresh token live at the server: it is

@@ -1,6 +1,7 @@
 import AuthController
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import AuthController
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// `authctl serve` (`authctl.serve(1)`) under faults and misuse: what a signal, a hostile peer or a

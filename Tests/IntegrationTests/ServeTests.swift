@@ -2,6 +2,7 @@ import AuthController
 @testable import AuthControllerCore
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -591,7 +592,8 @@ struct ServeTests {
         let connection = try SessionBus.shared(address: sandbox.busAddress).privateConnection(timeout: 5)
         _ = try GDBus.connectionCall(connection, destination: ServeBus.name, path: ServeBus.path, interface: ServeBus.interface,
                                      method: "GetStatus", strings: ["idle.one"], Deadline(seconds: 10))
-        // Three idle periods with the caller still connected: serve stays.
+        // Three idle periods with the caller still connected: serve stays. The sleep is the
+        // assertion: only time passing shows an exit that does not come.
         try await Task.sleep(for: .seconds(3))
         #expect(try await scenario.nameOwner() == owner)
         let closed = Date()

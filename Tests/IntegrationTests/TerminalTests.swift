@@ -1,6 +1,7 @@
 import AuthController
 @testable import AuthControllerCore
 import Foundation
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

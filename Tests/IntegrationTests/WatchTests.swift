@@ -1,6 +1,7 @@
 import AuthController
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// `authctl watch` as a script runs it.
@@ -44,6 +45,8 @@ struct WatchTests {
         let log = scenario.sandbox.directory + "/hook-" + UUID().uuidString
         let marker = scenario.sandbox.directory + "/pwned-" + UUID().uuidString
         let hostile = "evil$(touch \(marker))`touch \(marker)`@x.org"
+        // The hook's `sleep 0.2` is the test: a second hook started before the first ended would
+        // write its `start` line between the first one's two lines.
         let hook = #"printf 'start %s\n' "$AUTHCTL_SEQUENCE" >> "$LOG"; sleep 0.2; printf '%s|%s|%s|%s|%s\n' "$AUTHCTL_SERVICE" "$AUTHCTL_SIGNED_IN" "$AUTHCTL_USER" "$AUTHCTL_REASON" "$AUTHCTL_SEQUENCE" >> "$LOG""#
         var watching = scenario
         watching.extraEnvironment["LOG"] = log

@@ -88,17 +88,13 @@ final class ContainerRegistry: Sendable {
         let passwords: [String]
     }
 
-    func stats() async throws -> Stats {
-        try JSONDecoder().decode(Stats.self, from: try await control("/_stats"))
-    }
+    func stats() async throws -> Stats { try await control.stats(Stats.self) }
 
     /// Every token request: `time` (seconds since the epoch, when it arrived), `user` and
     /// `password` (its first 8 characters; both `NSNull` without credentials), `account` and
     /// `service` (the query's), `scopes` (every `scope` parameter, e.g.
     /// `repository:seeded/hello:pull`), `status`, `seconds`.
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// How `stats()` and `log()` show `password`.
     static func prefix(of password: String) -> String { String(password.prefix(8)) }
@@ -108,14 +104,7 @@ final class ContainerRegistry: Sendable {
         (try? String(contentsOf: folder.appendingPathComponent("registry.log"), encoding: .utf8)) ?? ""
     }
 
-    private func control(_ path: String) async throws -> Data {
-        let (data, answer) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(tokenPort)\(path)")!)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the container registry's token service answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the container registry's token service", port: tokenPort) }
 }
 
 /// The real `skopeo` (1.9.3, containers/image 5.23), cut off from the machine's and the user's

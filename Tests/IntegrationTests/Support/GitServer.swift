@@ -64,28 +64,17 @@ final class GitServer: Sendable {
         let passwords: [String]
     }
 
-    func stats() async throws -> Stats {
-        try JSONDecoder().decode(Stats.self, from: try await control("/_stats"))
-    }
+    func stats() async throws -> Stats { try await control.stats(Stats.self) }
 
     /// Every request to a repository: `method`, `path`, `query`, `status`, `user`, `password`
     /// (its first 8 characters), `gitProtocol` (the `Git-Protocol` header), `contentLength`,
     /// `chunked`, `seconds`, `time` (seconds since the epoch, when it arrived).
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// How `stats()` and `log()` show `password`.
     static func prefix(of password: String) -> String { String(password.prefix(8)) }
 
-    private func control(_ path: String) async throws -> Data {
-        let (data, answer) = try await URLSession.shared.data(from: URL(string: "\(origin)\(path)")!)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the git server answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the git server", port: port) }
 }
 
 /// The real `git`, cut off from the machine's and the user's configuration: its global

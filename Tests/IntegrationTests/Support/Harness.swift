@@ -5,6 +5,7 @@ import Foundation
 import Subprocess
 import Synchronization
 import SystemPackage
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Synchronization
+import TestSupport
 import Testing
 
 /// A real OpenID Connect provider on 127.0.0.1 — django-oauth-toolkit, started by the test that
@@ -114,45 +115,28 @@ final class IdentityProvider: Sendable {
     /// `authorization_code`, `refresh`, `device_poll` (token requests by grant type), `token` (all
     /// of them), `device_authorization`, `device_page`, `device_confirm`, `userinfo`, `revoke`.
     /// An endpoint never asked is absent.
-    func stats() async throws -> [String: Int] {
-        try await JSONSerialization.jsonObject(with: control("/_stats")) as? [String: Int] ?? [:]
-    }
+    func stats() async throws -> [String: Int] { try await control.stats([String: Int].self) }
 
     /// How many requests `endpoint` (a name of `stats()`) answered.
     func count(_ endpoint: String) async throws -> Int { try await stats()[endpoint] ?? 0 }
 
     /// Every request so far: `endpoint`, `method`, `path`, `query`, `fields` (the form), `authorization`,
     /// `userAgent`, `accept`, `status`, `location`, `time` (seconds since the epoch, when it arrived).
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// How many refresh tokens each person holds that are neither revoked nor rotated away.
     func liveRefreshTokens() async throws -> [String: Int] {
-        try await JSONSerialization.jsonObject(with: control("/_live")) as? [String: Int] ?? [:]
+        try await JSONSerialization.jsonObject(with: control.data("/_live")) as? [String: Int] ?? [:]
     }
 
     /// Changes django-oauth-toolkit settings while the provider runs, by their names
     /// (`ACCESS_TOKEN_EXPIRE_SECONDS`, `ROTATE_REFRESH_TOKEN`, … as the README lists them; and
     /// `DEVICE_CODE_EXPIRE_SECONDS`, the provider's own).
     func configure(_ settings: [String: Any]) async throws {
-        _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
+        try await control.configure(try JSONSerialization.data(withJSONObject: settings))
     }
 
-    private func control(_ path: String, body: Data? = nil) async throws -> Data {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        if let body {
-            request.httpMethod = "POST"
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let (data, answer) = try await URLSession.shared.data(for: request)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the identity provider answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the identity provider", port: port) }
 
     // MARK: The person
 
@@ -245,5 +229,55 @@ final class IdentityProvider: Sendable {
             throw CocoaError(.fileNoSuchFile)
         }
         return python
+    }
+}
+
+// MARK: Tokens of a sign-in, for the servers that take them
+
+extension IdentityProvider {
+    /// Tokens of one sign-in at the provider.
+    struct SignedIn: Sendable {
+        /// Opaque, good at userinfo: the refresh's (the refresh revoked the device flow's).
+        let accessToken: String
+        /// RS256, `aud` `authctl-device`, its lifetime the provider's `ID_TOKEN_EXPIRE_SECONDS` at the
+        /// refresh (negative: already expired).
+        let idToken: String
+    }
+
+    /// Signs `person` in through the device flow (the device stand-in approves) and refreshes once,
+    /// since the device flow's answer has no ID token: what a Kubernetes client holds after a sign-in,
+    /// and an access token for the servers that ask the userinfo endpoint (git, the registry).
+    func signIn(_ person: Person = ada) async throws -> SignedIn {
+        let device = try await Self.json(deviceAuthorizationEndpoint, form: ["client_id": Self.deviceClientID, "scope": "openid profile email"]).body
+        let (decided, outcome) = try await approveDevice(verificationURI: try #require(device["verification_uri"] as? String),
+                                                         userCode: device["user_code"] as? String, person: person)
+        try #require(decided, "\(outcome)")
+        let tokens = try await Self.json(tokenEndpoint, form: [
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"] as? String ?? "",
+            "client_id": Self.deviceClientID,
+        ]).body
+        let refreshed = try await Self.json(tokenEndpoint, form: [
+            "grant_type": "refresh_token", "refresh_token": try #require(tokens["refresh_token"] as? String, "\(tokens)"),
+            "client_id": Self.deviceClientID,
+        ]).body
+        return SignedIn(accessToken: try #require(refreshed["access_token"] as? String, "\(refreshed)"),
+                        idToken: try #require(refreshed["id_token"] as? String, "\(refreshed)"))
+    }
+
+    /// Asks one of the provider's endpoints as a client would: a GET, or a POST of `form`, with
+    /// `bearer` as the access token when given; the answer's status and its JSON object (empty
+    /// when it has none).
+    static func json(_ url: String, form: [String: String]? = nil, bearer: String? = nil) async throws -> (status: Int, body: [String: Any]) {
+        var request = URLRequest(url: URL(string: url)!)
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        if let form {
+            request.httpMethod = "POST"
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+            var components = URLComponents()
+            components.queryItems = form.map { URLQueryItem(name: $0.key, value: $0.value) }
+            request.httpBody = Data((components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B").utf8)
+        }
+        let (data, answer) = try await URLSession.shared.data(for: request)
+        return ((answer as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
     }
 }

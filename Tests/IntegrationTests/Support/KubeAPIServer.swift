@@ -94,18 +94,14 @@ final class KubeAPIServer: Sendable {
         }
     }
 
-    func stats() async throws -> Stats {
-        try JSONDecoder().decode(Stats.self, from: try await control("/_stats"))
-    }
+    func stats() async throws -> Stats { try await control.stats(Stats.self) }
 
     /// Every API request: `method`, `path`, `query`, `status`, `token` (`fingerprint(of:)`),
     /// `kind` (`idToken` or `accessToken` when accepted), `refusal` (why the token was refused:
     /// `expired`, `another issuer`, `another audience`, `bad signature`, `unknown key`, `not a
     /// JWT`, `userinfo 401`, `no token`…, `; `-joined when both authenticators refused), `userAgent`,
     /// `time` (seconds since the epoch, when it arrived).
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// How `stats()` and `log()` show a token: its last 8 characters, since every ID token of one
     /// provider starts with the same header.
@@ -113,14 +109,7 @@ final class KubeAPIServer: Sendable {
 
     // The control endpoints are also served over plain HTTP, on the same port: Foundation on Linux
     // cannot be told to trust the server's own CA.
-    private func control(_ path: String) async throws -> Data {
-        let (data, answer) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the Kubernetes API server answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the Kubernetes API server", port: port) }
 }
 
 /// The real kubectl 1.20 — Debian 12's `kubernetes-client`, unpacked into
@@ -290,48 +279,4 @@ private final class TemporaryFolder: Sendable {
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-// MARK: Tokens for the server
-
-extension IdentityProvider {
-    /// Tokens of one sign-in at the provider.
-    struct SignedIn: Sendable {
-        /// Opaque, good at userinfo: the refresh's (the refresh revoked the device flow's).
-        let accessToken: String
-        /// RS256, `aud` `authctl-device`, its lifetime the provider's `ID_TOKEN_EXPIRE_SECONDS` at the
-        /// refresh (negative: already expired).
-        let idToken: String
-    }
-
-    /// Signs `person` in through the device flow (the device stand-in approves) and refreshes once,
-    /// since the device flow's answer has no ID token: what a Kubernetes client holds after a sign-in.
-    func signIn(_ person: Person = ada) async throws -> SignedIn {
-        let device = try await form(deviceAuthorizationEndpoint, ["client_id": Self.deviceClientID, "scope": "openid profile email"])
-        let (decided, outcome) = try await approveDevice(verificationURI: try #require(device["verification_uri"] as? String),
-                                                         userCode: device["user_code"] as? String, person: person)
-        try #require(decided, "\(outcome)")
-        let tokens = try await form(tokenEndpoint, [
-            "grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": device["device_code"] as? String ?? "",
-            "client_id": Self.deviceClientID,
-        ])
-        let refreshed = try await form(tokenEndpoint, [
-            "grant_type": "refresh_token", "refresh_token": try #require(tokens["refresh_token"] as? String, "\(tokens)"),
-            "client_id": Self.deviceClientID,
-        ])
-        return SignedIn(accessToken: try #require(refreshed["access_token"] as? String, "\(refreshed)"),
-                        idToken: try #require(refreshed["id_token"] as? String, "\(refreshed)"))
-    }
-
-    /// POSTs `fields` as a form; the answer's JSON object (empty when it has none).
-    private func form(_ url: String, _ fields: [String: String]) async throws -> [String: Any] {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        var components = URLComponents()
-        components.queryItems = fields.map { URLQueryItem(name: $0.key, value: $0.value) }
-        request.httpBody = Data((components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B").utf8)
-        let (data, _) = try await URLSession.shared.data(for: request)
-        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-    }
 }

@@ -1,6 +1,7 @@
 import DesktopSandbox
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

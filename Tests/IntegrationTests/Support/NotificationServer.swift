@@ -1,5 +1,6 @@
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 
 /// The desktop's notification server for a test: the real dunst (Debian's 1.9), on the test's

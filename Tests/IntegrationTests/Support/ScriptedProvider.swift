@@ -35,21 +35,19 @@ final class ScriptedProvider: Sendable {
 
     /// Merges `settings` into the provider's configuration (see `scripted_provider.py`).
     func configure(_ settings: [String: Any]) async throws {
-        _ = try await control("/_config", body: try JSONSerialization.data(withJSONObject: settings))
+        try await control.configure(try JSONSerialization.data(withJSONObject: settings))
     }
 
     /// Merges the configuration written as a JSON object.
     func configure(json: String) async throws {
-        _ = try await control("/_config", body: Data(json.utf8))
+        try await control.configure(Data(json.utf8))
     }
 
     /// Every request so far: `endpoint` (discovery, jwks, authorize, token, device, userinfo,
     /// revoke), `method`, `query`, `fields` (the form), `authorization`, `accept`, `userAgent`, `time` (seconds since the
     /// epoch, when it arrived), and for the token endpoint `grant` (code, device_poll, refresh) and
     /// `answered` (`tokens`, or the status of a scripted answer).
-    func log() async throws -> [[String: Any]] {
-        try await JSONSerialization.jsonObject(with: control("/_log")) as? [[String: Any]] ?? []
-    }
+    func log() async throws -> [[String: Any]] { try await control.log() }
 
     /// The requests to the token endpoint with `grant`, in order.
     func tokenRequests(_ grant: String) async throws -> [[String: Any]] {
@@ -60,17 +58,5 @@ final class ScriptedProvider: Sendable {
         try await log().filter { $0["endpoint"] as? String == endpoint }.count
     }
 
-    private func control(_ path: String, body: Data? = nil) async throws -> Data {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        if let body {
-            request.httpMethod = "POST"
-            request.httpBody = body
-        }
-        let (data, answer) = try await URLSession.shared.data(for: request)
-        guard (answer as? HTTPURLResponse)?.statusCode == 200 else {
-            Issue.record("the scripted provider answered \(path) with \(String(decoding: data, as: UTF8.self))")
-            throw CocoaError(.fileReadUnknown)
-        }
-        return data
-    }
+    private var control: ControlEndpoint { ControlEndpoint("the scripted provider", port: port) }
 }

@@ -2,6 +2,7 @@ import AuthController
 @testable import AuthControllerCore
 import DesktopSandbox
 import Foundation
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

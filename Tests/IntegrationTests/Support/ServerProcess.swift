@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// The first line `process` prints on `stdout` (without its newline), once printed, at most

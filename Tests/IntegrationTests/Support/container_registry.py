@@ -61,11 +61,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 # No __pycache__ beside the test target's sources, where SwiftPM would find it.
 sys.dont_write_bytecode = True
 
+import serving  # noqa: E402
 from cryptography import x509  # noqa: E402
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
@@ -78,9 +79,7 @@ TOKEN_LIFETIME = 60
 # Seeded images are the same bytes at every run: their digests can be compared across tests.
 SEED_TIME = 1767225600  # 2026-01-01T00:00:00Z
 
-lock = threading.Lock()
-stats = {"tokenRequests": 0, "unauthorized": 0, "issued": 0, "userinfoChecks": 0, "users": [], "passwords": []}
-log = []
+record = serving.Record(tokenRequests=0, unauthorized=0, issued=0, userinfoChecks=0, users=[], passwords=[])
 settings = {"userinfo": "", "signer": None}
 
 
@@ -139,8 +138,8 @@ def access_for(scopes):
 def token_accepted(token):
     """True when the provider's userinfo answers 200 to `token` as Bearer, False on 400, 401 or
     403, None when the provider could not be asked."""
-    with lock:
-        stats["userinfoChecks"] += 1
+    with record.lock:
+        record.stats["userinfoChecks"] += 1
     request = urllib.request.Request(settings["userinfo"], headers={"Authorization": "Bearer " + token})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
@@ -152,21 +151,12 @@ def token_accepted(token):
         return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(serving.Handler):
     def do_GET(self):
         started = time.monotonic()
         path, _, query = self.path.partition("?")
-        if path == "/_stats":
-            with lock:
-                return self.reply_json(200, stats)
-        if path == "/_log":
-            with lock:
-                return self.reply_json(200, log)
+        if record.answer_control(self, path):
+            return
         if path != "/token":
             return self.reply_json(404, {"errors": [{"code": "NOT_FOUND", "message": "no such endpoint"}]})
         fields = urllib.parse.parse_qs(query, keep_blank_values=True)
@@ -175,18 +165,16 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"time": time.time(), "user": user, "password": fingerprint(password) if password is not None else None,
                  "account": (fields.get("account") or [None])[0], "service": (fields.get("service") or [None])[0],
                  "scopes": scopes}
-        with lock:
-            stats["tokenRequests"] += 1
-            if user is not None and user not in stats["users"]:
-                stats["users"].append(user)
-            if password is not None and entry["password"] not in stats["passwords"]:
-                stats["passwords"].append(entry["password"])
+        with record.lock:
+            record.stats["tokenRequests"] += 1
+            record.note_first("users", user)
+            record.note_first("passwords", entry["password"])
         accepted = token_accepted(password) if password else False
         if accepted:
             token, issued_at = settings["signer"].mint(user, access_for(scopes))
             status = 200
-            with lock:
-                stats["issued"] += 1
+            with record.lock:
+                record.stats["issued"] += 1
             self.reply_json(200, {"token": token, "access_token": token, "expires_in": TOKEN_LIFETIME,
                                   "issued_at": datetime.datetime.fromtimestamp(issued_at, datetime.timezone.utc)
                                   .strftime("%Y-%m-%dT%H:%M:%SZ")})
@@ -195,16 +183,16 @@ class Handler(BaseHTTPRequestHandler):
             self.reply_json(502, {"errors": [{"code": "UNAVAILABLE", "message": "the identity provider could not be reached"}]})
         else:
             status = 401
-            with lock:
-                stats["unauthorized"] += 1
+            with record.lock:
+                record.stats["unauthorized"] += 1
             # The registry's own error shape, so containers/image quotes the message.
             message = "an access token of the identity provider is required" if password else "credentials are required"
             self.reply_json(401, {"errors": [{"code": "UNAUTHORIZED", "message": message}]},
                             {"WWW-Authenticate": 'Basic realm="%s"' % SERVICE})
         entry["status"] = status
         entry["seconds"] = round(time.monotonic() - started, 4)
-        with lock:
-            log.append(entry)
+        with record.lock:
+            record.log.append(entry)
 
     def credentials(self):
         """The Basic user name and password, or (None, None)."""
@@ -218,15 +206,6 @@ class Handler(BaseHTTPRequestHandler):
             return None, None
         return (user, password) if colon else (None, None)
 
-    def reply_json(self, status, value, headers=None):
-        body = json.dumps(value).encode()
-        self.send_response(status)
-        for name, header in (headers or {}).items():
-            self.send_header(name, header)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 # MARK: The registry

@@ -25,7 +25,6 @@ standard input (a pipe) closes. Python's standard library only, and the `git` pr
 """
 import argparse
 import base64
-import json
 import os
 import shutil
 import subprocess
@@ -34,15 +33,14 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 # No __pycache__ beside the test target's sources, where SwiftPM would find it.
 sys.dont_write_bytecode = True
+import serving  # noqa: E402
 from serving import serve_until_stdin_closes  # noqa: E402
 
-lock = threading.Lock()
-stats = {"requests": 0, "unauthorized": 0, "forwarded": 0, "userinfoChecks": 0, "users": [], "passwords": []}
-log = []
+record = serving.Record(requests=0, unauthorized=0, forwarded=0, userinfoChecks=0, users=[], passwords=[])
 settings = {"root": "", "userinfo": "", "git": "git"}
 
 # git's own configuration stays out of the server's repositories and of `git http-backend`.
@@ -57,8 +55,8 @@ def fingerprint(password):
 def token_accepted(token):
     """True when the provider's userinfo answers 200 to `token` as Bearer, False on 401 or 403,
     None when the provider could not be asked."""
-    with lock:
-        stats["userinfoChecks"] += 1
+    with record.lock:
+        record.stats["userinfoChecks"] += 1
     request = urllib.request.Request(settings["userinfo"], headers={"Authorization": "Bearer " + token})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
@@ -70,12 +68,7 @@ def token_accepted(token):
         return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(serving.Handler):
     def do_GET(self):
         self.handle_request()
 
@@ -85,28 +78,22 @@ class Handler(BaseHTTPRequestHandler):
     def handle_request(self):
         started = time.monotonic()
         path, _, query = self.path.partition("?")
-        if path == "/_stats":
-            with lock:
-                return self.reply_json(stats)
-        if path == "/_log":
-            with lock:
-                return self.reply_json(log)
+        if record.answer_control(self, path):
+            return
         user, password = self.credentials()
         entry = {"method": self.command, "path": path, "query": query, "user": user,
                  "password": fingerprint(password) if password is not None else None,
                  "gitProtocol": self.headers.get("Git-Protocol"), "contentLength": self.headers.get("Content-Length"),
                  "chunked": "chunked" in (self.headers.get("Transfer-Encoding") or "").lower(), "time": time.time()}
-        with lock:
-            stats["requests"] += 1
-            if user is not None and user not in stats["users"]:
-                stats["users"].append(user)
-            if password is not None and entry["password"] not in stats["passwords"]:
-                stats["passwords"].append(entry["password"])
+        with record.lock:
+            record.stats["requests"] += 1
+            record.note_first("users", user)
+            record.note_first("passwords", entry["password"])
         accepted = token_accepted(password) if password else False
         if accepted:
             status = self.forward(path, query, user)
-            with lock:
-                stats["forwarded"] += 1
+            with record.lock:
+                record.stats["forwarded"] += 1
         elif accepted is None:
             self.discard_body()
             status = 502
@@ -114,13 +101,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.discard_body()
             status = 401
-            with lock:
-                stats["unauthorized"] += 1
+            with record.lock:
+                record.stats["unauthorized"] += 1
             self.reply_text(401, "authentication required\n", {"WWW-Authenticate": 'Basic realm="git"'})
         entry["status"] = status
         entry["seconds"] = round(time.monotonic() - started, 4)
-        with lock:
-            log.append(entry)
+        with record.lock:
+            record.log.append(entry)
 
     def credentials(self):
         """The Basic user name and password, or (None, None)."""
@@ -249,9 +236,6 @@ class Handler(BaseHTTPRequestHandler):
         return status, headers
 
     # MARK: Answers
-
-    def reply_json(self, value):
-        self.reply_text(200, json.dumps(value), {"Content-Type": "application/json"})
 
     def reply_text(self, status, text, headers=None):
         body = text.encode()

@@ -56,7 +56,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -66,12 +66,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 # No __pycache__ beside the test target's sources, where SwiftPM would find it.
 sys.dont_write_bytecode = True
+import serving  # noqa: E402
 from serving import serve_until_stdin_closes  # noqa: E402
 
-lock = threading.Lock()
-stats = {"requests": 0, "unauthorized": 0, "accepted": 0, "tokens": [], "kinds": {"idToken": 0, "accessToken": 0},
-         "jwksFetches": 0, "userinfoChecks": 0, "handshakeFailures": 0}
-log = []
+record = serving.Record(requests=0, unauthorized=0, accepted=0, tokens=[], kinds={"idToken": 0, "accessToken": 0},
+                        jwksFetches=0, userinfoChecks=0, handshakeFailures=0)
 settings = {"issuer": None, "jwks": None, "audience": None, "userinfo": None, "namespaces": [], "started": 0.0}
 # The provider's signing keys by kid, as last fetched.
 keys = {}
@@ -139,8 +138,8 @@ def b64decode(text):
 
 
 def fetch_keys():
-    with lock:
-        stats["jwksFetches"] += 1
+    with record.lock:
+        record.stats["jwksFetches"] += 1
     with urllib.request.urlopen(settings["jwks"], timeout=30) as answer:
         document = json.load(answer)
     fetched = {}
@@ -204,8 +203,8 @@ def access_token_refusal(token):
     """None when the provider's userinfo endpoint answers 200 to `token`, else why not."""
     if not settings["userinfo"]:
         return "no userinfo authenticator"
-    with lock:
-        stats["userinfoChecks"] += 1
+    with record.lock:
+        record.stats["userinfoChecks"] += 1
     request = urllib.request.Request(settings["userinfo"], headers={"Authorization": "Bearer " + token})
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
@@ -292,20 +291,11 @@ def api_answer(path, accept, port):
                  "details": {}, "code": 404}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(serving.Handler):
     def do_GET(self):
         path, _, query = self.path.partition("?")
-        if path == "/_stats":
-            with lock:
-                return self.reply_json(200, stats)
-        if path == "/_log":
-            with lock:
-                return self.reply_json(200, log)
+        if record.answer_control(self, path):
+            return
         self.handle_api(path, query)
 
     def do_POST(self):
@@ -321,10 +311,9 @@ class Handler(BaseHTTPRequestHandler):
         token = token.strip() if scheme.lower() == "bearer" else ""
         entry = {"method": self.command, "path": path, "query": query, "token": fingerprint(token) if token else None,
                  "kind": None, "refusal": None, "userAgent": self.headers.get("User-Agent"), "time": time.time()}
-        with lock:
-            stats["requests"] += 1
-            if token and entry["token"] not in stats["tokens"]:
-                stats["tokens"].append(entry["token"])
+        with record.lock:
+            record.stats["requests"] += 1
+            record.note_first("tokens", entry["token"])
         kind, refusal = authenticate(token) if token else (None, "no token")
         self.discard_body()
         if kind is None:
@@ -336,13 +325,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             status, answer = api_answer(path, self.headers.get("Accept") or "", self.server.server_address[1])
         entry.update(status=status, kind=kind, refusal=refusal)
-        with lock:
+        with record.lock:
             if kind is None:
-                stats["unauthorized"] += 1
+                record.stats["unauthorized"] += 1
             else:
-                stats["accepted"] += 1
-                stats["kinds"][kind] += 1
-            log.append(entry)
+                record.stats["accepted"] += 1
+                record.stats["kinds"][kind] += 1
+            record.log.append(entry)
         self.reply_json(status, answer)
 
     def discard_body(self):
@@ -350,13 +339,6 @@ class Handler(BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
 
-    def reply_json(self, status, value):
-        body = json.dumps(value).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 class Server(ThreadingHTTPServer):
@@ -373,8 +355,8 @@ class Server(ThreadingHTTPServer):
             connection.settimeout(None)
         except (OSError, ssl.SSLError):
             # Most often a client that does not trust the CA, which hangs up after the certificate.
-            with lock:
-                stats["handshakeFailures"] += 1
+            with record.lock:
+                record.stats["handshakeFailures"] += 1
             connection.close()
             return
         try:

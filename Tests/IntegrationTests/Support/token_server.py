@@ -21,10 +21,11 @@ import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 # No __pycache__ beside the test target's sources, where SwiftPM would find it.
 sys.dont_write_bytecode = True
+import serving  # noqa: E402
 from serving import serve_until_stdin_closes  # noqa: E402
 
 lock = threading.Lock()
@@ -43,7 +44,9 @@ config = {
 # A refresh whose answer is slow on its way back: the refresh token is rotated (the old one
 # retired, the new one live) at once, and the answer is sent this many seconds later.
 config["refresh_answer_delay"] = 0.0
-log = []
+# The log shares the lock of the tokens and the configuration: a request is logged in the same
+# step as it takes its scripted answer.
+record = serving.Record(lock)
 access_tokens = {}   # token -> expiry (server clock, seconds) or None
 refresh_tokens = {}  # token -> (account, expiry or None)
 serial = [0]
@@ -53,17 +56,11 @@ def server_now():
     return time.time() + config["clock_offset"]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
+class Handler(serving.Handler):
     def do_GET(self):
         path, _, query = self.path.partition("?")
-        if path == "/_log":
-            with lock:
-                return self.reply(200, log)
+        if record.answer_control(self, path):
+            return
         if path == "/_accepts":
             token = urllib.parse.parse_qs(query).get("token", [""])[0]
             with lock:
@@ -97,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
                     "/oauth/revoke": "revoke", "/api/login": "login", "/api/register": "register",
                     "/api/refresh_tokens": "refresh"}.get(self.path, self.path)
         with lock:
-            log.append({"endpoint": endpoint, "path": self.path, "fields": fields, "authorization": authorization, "time": time.time(),
+            record.log.append({"endpoint": endpoint, "path": self.path, "fields": fields, "authorization": authorization, "time": time.time(),
                         "headers": {k.lower(): v for k, v in self.headers.items()}})
             scripted = config["scripted"].pop(0) if config["scripted"] else None
             delay = config["delay"] + (config["refresh_delay"] if endpoint == "refresh" else 0)

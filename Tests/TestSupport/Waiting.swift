@@ -4,8 +4,8 @@ import AuthController
 /// it held. The wait suspends (it never blocks a thread of the cooperative pool), and the
 /// condition is checked once more at the deadline, so one that became true just in time counts.
 /// A cancelled task stops waiting at once.
-func eventually(within limit: Duration, pollingEvery interval: Duration = .milliseconds(20),
-                _ condition: () async throws -> Bool) async rethrows -> Bool {
+public func eventually(within limit: Duration, pollingEvery interval: Duration = .milliseconds(20),
+                       _ condition: () async throws -> Bool) async rethrows -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: limit)
     while clock.now < deadline, !Task.isCancelled {
@@ -17,7 +17,7 @@ func eventually(within limit: Duration, pollingEvery interval: Duration = .milli
 
 /// Lets real time pass until the wall clock reads `microseconds` since the epoch (a token's
 /// expiry, say): a sleep for the time left, again only if the clock was set back meanwhile.
-func sleepUntilWallClock(_ microseconds: UInt64) async throws {
+public func sleepUntilWallClock(_ microseconds: UInt64) async throws {
     while true {
         let now = AuthController.systemClock()
         guard now < microseconds else { return }
