@@ -68,6 +68,24 @@ extension AuthController {
         return change
     }
 
+    /// A change to the lists a record keeps across sign-outs (git hosts, registries): `update`
+    /// edits a copy of the record and says whether it changed anything, which is returned. A
+    /// corrupt settings file is refused, and so is a service not bound to a token server when
+    /// `unbound` says how; nothing is saved when nothing changed.
+    func changeKeptLists(unbound: AuthError.Message? = nil,
+                         _ update: (inout SessionRecord) throws(AuthError) -> Bool) throws(AuthError) -> Bool {
+        var changed = false
+        _ = try change { (read, record) throws(AuthError) -> Change in
+            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
+            if let unbound, record.binding == nil { throw .invalidInput(unbound) }
+            var updated = record
+            guard try update(&updated) else { return Change() }
+            changed = true
+            return Change(record: updated)
+        }
+        return changed
+    }
+
     /// The change that signs `account` in over `record` (which names someone else, or nobody):
     /// `signed-in` with reason `sign-in`, or for a switch `signed-out` of the previous account
     /// and then `signed-in`, both with reason `switch`; and the record of the new session.
@@ -84,8 +102,7 @@ extension AuthController {
                                        after: record.sequence, skipping: change.events.count, previousUser: previous))
         change.record = SessionRecord(user: account, name: name, signedInAt: Timestamp.rfc3339(microseconds: now),
                                       sequence: change.events.last!.sequence, binding: binding, tokenTimes: tokenTimes)
-        change.record?.gitHosts = record.gitHosts
-        change.record?.registries = record.registries
+        change.record?.keepLists(of: record)
         return change
     }
 

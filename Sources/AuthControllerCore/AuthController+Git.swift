@@ -12,19 +12,11 @@ extension AuthController {
     /// (``AuthError/invalidInput(_:)-enum.case`` otherwise). Blocks on the settings lock.
     @discardableResult
     package func addGitHost(_ host: String) throws(AuthError) -> Bool {
-        var added = false
-        _ = try change { (read, record) throws(AuthError) -> Change in
-            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
-            guard record.binding != nil else {
-                throw .invalidInput("\(service) is not bound to a token server, so it has no token to give git; \(hint: .bindServer)")
-            }
-            guard !record.gitHosts.contains(host) else { return Change() }
-            var updated = record
-            updated.gitHosts.append(host)
-            added = true
-            return Change(record: updated)
+        try changeKeptLists(unbound: "\(service) is not bound to a token server, so it has no token to give git; \(hint: .bindServer)") { record in
+            guard !record.gitHosts.contains(host) else { return false }
+            record.gitHosts.append(host)
+            return true
         }
-        return added
     }
 
     /// Makes the signed-in account's access token count as expired from now on — when it is

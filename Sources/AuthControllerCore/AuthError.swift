@@ -107,6 +107,24 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 extension AuthError {
+    /// The same failure with `note` added to its message.
+    func adding(_ note: String) -> AuthError {
+        // Every case spelled out, no `default`: a case added later must not lose the note.
+        switch self {
+        case .notSignedIn(let message): .notSignedIn(message + note)
+        case .usage(let message): .usage(message + note)
+        case .invalidInput(let message): .invalidInput(message + note)
+        case .unavailable(let message, let detail): .unavailable(message + note, detail: detail)
+        case .settingsIO(let message): .settingsIO(message + note)
+        case .temporaryFailure(let message, let detail): .temporaryFailure(message + note, detail: detail)
+        case .protocolError(let message): .protocolError(message + note)
+        case .denied(let message): .denied(message + note)
+        case .settingsUnsafe(let message): .settingsUnsafe(message + note)
+        }
+    }
+}
+
+extension AuthError {
     /// A next step or a setting that a message points to, which each front end names in its
     /// own way: the library in plain words (its ``description``), a command line as the
     /// command or option that does it.

@@ -13,7 +13,7 @@ public struct Password: Sendable, Equatable {
             buffer.copyMemory(from: bytes)
         }
         deinit {
-            Posix.wipe(buffer)
+            Memory.wipe(buffer)
             buffer.deallocate()
         }
     }
@@ -38,7 +38,7 @@ public struct Password: Sendable, Equatable {
     /// A password from a Swift string (which cannot be wiped; prefer the bytes initialiser).
     public init(_ text: String) throws(AuthError) {
         var bytes = Array(text.utf8)
-        defer { bytes.withUnsafeMutableBytes { Posix.wipe($0) } }
+        defer { bytes.withUnsafeMutableBytes { Memory.wipe($0) } }
         let result = bytes.withUnsafeBytes { buffer in Result { () throws(AuthError) in try Password(bytes: buffer) } }
         self = try result.get()
     }

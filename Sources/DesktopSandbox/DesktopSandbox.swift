@@ -300,13 +300,13 @@ public final class DesktopSandbox: Sendable {
     }
 
     private static func busConfiguration(runtimeDirectory: String, serviceDirectories: [String]) -> String {
-        let services = serviceDirectories.map { "  <servicedir>\(xmlEscaped($0))</servicedir>\n" }.joined()
+        let services = serviceDirectories.map { "  <servicedir>\(Markup.escaped($0, quotes: false))</servicedir>\n" }.joined()
         return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
           <type>session</type>
-          <listen>unix:path=\(xmlEscaped(runtimeDirectory))/bus</listen>
+          <listen>unix:path=\(Markup.escaped(runtimeDirectory, quotes: false))/bus</listen>
           <auth>EXTERNAL</auth>
           <policy context="default">
             <allow send_destination="*" eavesdrop="true"/>
@@ -326,19 +326,6 @@ public final class DesktopSandbox: Sendable {
         \(services)</busconfig>
 
         """
-    }
-
-    private static func xmlEscaped(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
     }
 
     /// Polls `ready` until it holds; fails when a daemon exits or the deadline passes.

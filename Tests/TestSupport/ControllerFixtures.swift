@@ -33,7 +33,7 @@ public final class Fixture: Sendable {
     public var trail: [String] {
         broadcaster.events.map { event in
             "\(event.status.rawValue) \(event.account?.rawValue ?? "-") \(event.reason.rawValue) #\(event.sequence)"
-                + (event.previousUser.map { " after \($0)" } ?? "")
+                + (event.previousAccount.map { " after \($0)" } ?? "")
         }
     }
 }

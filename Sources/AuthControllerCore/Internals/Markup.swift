@@ -1,8 +1,9 @@
-/// Text for HTML, and for the markup of notification bodies, which is a small part of it.
-enum Markup {
+/// Text for HTML, and for the markup of notification bodies, which is a small part of it; also
+/// for XML, such as the sandbox's bus configuration. `package`: the sandbox uses it.
+package enum Markup {
     /// `text` with `&`, `<` and `>` as character references, and with `quotes` `"` and `'` too
     /// (needed inside an attribute; a notification server reads only the first three).
-    static func escaped(_ text: String, quotes: Bool) -> String {
+    package static func escaped(_ text: String, quotes: Bool) -> String {
         var result = ""
         for character in text {
             switch character {

@@ -194,14 +194,6 @@ package enum Posix {
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 
-    /// Overwrites memory with zeros in a way the compiler may not drop.
-    /// The corresponding C function is `explicit_bzero`.
-    static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        explicit_bzero(base, buffer.count)
-    }
-
-    /// Monotonic time in seconds, for deadlines. The corresponding C function is `clock_gettime`.
     /// Where the symbolic link at `path` points; `nil` when it cannot be read.
     /// The corresponding C function is `readlink`.
     static func readLink(_ path: String) -> String? {
@@ -211,6 +203,7 @@ package enum Posix {
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Monotonic time in seconds, for deadlines. The corresponding C function is `clock_gettime`.
     static func monotonicSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// The URL-safe base64 alphabet without padding (RFC 4648 §5), as JOSE (RFC 7515 §2) and PKCE
 /// (RFC 7636) use it. By hand: FoundationEssentials' base64 wants the standard alphabet and
 /// padding, and JOSE wants the strict form, where a text has one spelling only.
@@ -23,6 +25,15 @@ enum Base64URL {
         // 6 bits left over means a length of 1 modulo 4; leftover bits must be zero.
         guard bits < 6, accumulator == 0 else { return nil }
         return bytes
+    }
+
+    /// The bytes of `text` read as base64url or base64, padded or not, or `nil` when it is
+    /// neither. FoundationEssentials decodes the standard alphabet with padding, which this
+    /// first turns `text` into.
+    static func decodeLeniently(_ text: some StringProtocol) -> [UInt8]? {
+        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        return Data(base64Encoded: base64).map(Array.init)
     }
 
     /// `bytes` as unpadded base64url.

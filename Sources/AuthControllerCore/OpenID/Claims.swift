@@ -3,51 +3,23 @@ import FoundationEssentials
 /// The claims about a person that an OpenID provider made: an ID token's payload or a
 /// userinfo answer, a JSON object. Only string and boolean claims are read.
 struct Claims: Sendable {
-    /// One claim's value, as far as authctl reads it.
-    enum Value: Decodable, Sendable {
-        case string(String)
-        case bool(Bool)
-        case number(Double)
-        case strings([String])
-        case other
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let text = try? container.decode(String.self) {
-                self = .string(text)
-            } else if let flag = try? container.decode(Bool.self) {
-                self = .bool(flag)
-            } else if let number = try? container.decode(Double.self) {
-                self = .number(number)
-            } else if let texts = try? container.decode([String].self) {
-                self = .strings(texts)
-            } else {
-                // Objects, mixed arrays and null are skipped over, not refused.
-                _ = try? container.decode([String: Value].self)
-                self = .other
-            }
-        }
-    }
-
-    private var values: [String: Value]
+    private var values: [String: JSONValue]
 
     /// The claims of a JSON object; `nil` when `bytes` is not one.
     init?(json bytes: [UInt8]) {
-        guard let values = TokenExchange.decode([String: Value].self, bytes) else { return nil }
+        guard let values = TokenExchange.decode([String: JSONValue].self, bytes, using: JSONValue.claimsDecoder()) else { return nil }
         self.values = values
     }
 
     /// The claims in a JWT's payload, unverified: for a token verified before it was stored.
     init?(payloadOf token: String) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[1].utf8.count <= 16 * 1024, let payload = JWT.base64URLDecoded(parts[1]) else { return nil }
-        self.init(json: Array(payload))
+        guard let payload = CompactJWS.unverifiedPayload(of: token) else { return nil }
+        self.init(json: payload)
     }
 
     /// The claim `name` when it is a string.
     func string(_ name: String) -> String? {
-        if case .string(let text)? = values[name] { return text }
-        return nil
+        values[name]?.string
     }
 
     /// Whether the claim `name` exists at all.
@@ -59,7 +31,9 @@ struct Claims: Sendable {
     var audiences: [String] {
         switch values["aud"] {
         case .string(let audience)?: [audience]
-        case .strings(let audiences)?: audiences
+        case .array(let list)?:
+            // A list with any other value in it is not one of audiences: none is read.
+            list.compactMap(\.string).count == list.count ? list.compactMap(\.string) : []
         default: []
         }
     }

@@ -7,8 +7,6 @@ import FoundationEssentials
 /// claims. Every failure is ``AuthError/protocolError(_:)`` naming the check that failed, and
 /// text from the provider is quoted as every provider answer is.
 enum IDToken {
-    /// The longest part (header, payload or signature) accepted, in characters.
-    static let maximumPartLength = 16 * 1024
     /// How far ahead of the provider's clock an ID token's `iat` may be, in µs.
     static let issuedAtTolerance: UInt64 = 5 * 60 * 1_000_000
 
@@ -16,7 +14,7 @@ enum IDToken {
     /// key set lacks that key (``JSONWebKeySet/hasKey(id:)``), fetch the key set again once before
     /// verifying: the provider may have rotated its keys.
     static func keyID(of token: String) -> String? {
-        try? CompactJWS(token).header.kid
+        try? DecodedJWS(token).header.kid
     }
 
     /// Checks an ID token from a token answer and returns its claims: the signature (algorithm
@@ -31,7 +29,7 @@ enum IDToken {
     /// which checks signatures, is not installed.
     static func verify(_ token: String, keys: JSONWebKeySet, issuer: String, clientID: String, nonce: String?,
                        serverNow: UInt64) throws(AuthError) -> IDTokenClaims {
-        let jws = try CompactJWS(token)
+        let jws = try DecodedJWS(token)
         let key = try keys.key(id: jws.header.kid, for: jws.algorithm)
         guard case .success(let material) = key.material,
               try SignatureVerification.isValid(jws.signature, of: jws.signingInput, algorithm: jws.algorithm, key: material,
@@ -76,12 +74,12 @@ enum IDToken {
     /// baseline for ``verifyRefreshed(_:stored:keys:issuer:clientID:serverNow:)``. Throws
     /// ``AuthError/protocolError(_:)`` when it is not a JWS whose payload has the required claims.
     static func storedClaims(of token: String) throws(AuthError) -> IDTokenClaims {
-        try IDTokenClaims(payload: CompactJWS(token).payload)
+        try IDTokenClaims(payload: DecodedJWS(token).payload)
     }
 }
 
-/// A JWS in compact serialisation, split and decoded but not verified.
-private struct CompactJWS {
+/// An ID token's JWS, split and decoded strictly, its header checked, but not verified.
+private struct DecodedJWS {
     struct Header: Decodable {
         var alg: String
         var kid: String?
@@ -96,13 +94,12 @@ private struct CompactJWS {
     let signature: [UInt8]
 
     init(_ token: String) throws(AuthError) {
-        let parts = token.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .protocolError("the ID token is not a JWS in compact form (three parts joined by '.')") }
-        for (part, name) in zip(parts, ["header", "payload", "signature"]) where part.utf8.count > IDToken.maximumPartLength {
-            throw .protocolError("the ID token's \(name) is longer than \(IDToken.maximumPartLength / 1024) KiB")
+        guard let jws = CompactJWS(token) else { throw .protocolError("the ID token is not a JWS in compact form (three parts joined by '.')") }
+        for part in CompactJWS.Part.allCases where jws[part].utf8.count > CompactJWS.maximumPartLength {
+            throw .protocolError("the ID token's \(part.rawValue) is longer than \(CompactJWS.maximumPartLength / 1024) KiB")
         }
-        guard let headerBytes = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else {
+        guard let headerBytes = jws.decoded(.header, .strict), let payload = jws.decoded(.payload, .strict),
+              let signature = jws.decoded(.signature, .strict) else {
             throw .protocolError("the ID token is not a JWS in compact form (a part is not unpadded base64url)")
         }
         guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
@@ -124,7 +121,7 @@ private struct CompactJWS {
         guard !signature.isEmpty else { throw .protocolError("the ID token's signature is empty") }
         self.header = header
         self.algorithm = algorithm
-        signingInput = token[parts[0].startIndex..<parts[1].endIndex]
+        signingInput = jws.signingInput
         self.payload = payload
         self.signature = signature
     }
@@ -150,7 +147,7 @@ struct IDTokenClaims: Sendable, Equatable {
     /// `email_verified`: `true` or `false` when the provider says, either as a JSON boolean or,
     /// as some providers send it, as the string `"true"` or `"false"`; otherwise `nil`.
     let emailVerified: Bool?
-    private let members: [String: JSONMember]
+    private let members: [String: JSONValue]
 
     /// `email`, when it is a string.
     var email: String? { string(claim: "email") }
@@ -164,11 +161,11 @@ struct IDTokenClaims: Sendable, Equatable {
     /// number many ways (`1042`, `1042.0`, `1.042e3`), and the value becomes an account id, which
     /// must have one spelling.
     func string(claim name: String) -> String? {
-        if case .string(let value) = members[name] { value } else { nil }
+        members[name]?.string
     }
 
     init(payload: [UInt8]) throws(AuthError) {
-        guard let members = try? JSONDecoder().decode([String: JSONMember].self, from: Data(payload)) else {
+        guard let members = try? JSONValue.claimsDecoder().decode([String: JSONValue].self, from: Data(payload)) else {
             throw .protocolError("the ID token's payload is not a JSON object")
         }
         self.members = members
@@ -184,7 +181,7 @@ struct IDTokenClaims: Sendable, Equatable {
             return value
         }
         func time(_ name: String, _ meaning: String) throws(AuthError) -> UInt64 {
-            guard case .number(let seconds) = members[name] else { throw .protocolError("the ID token has no \(meaning) ('\(name)')") }
+            guard let seconds = members[name]?.number else { throw .protocolError("the ID token has no \(meaning) ('\(name)')") }
             guard seconds.isFinite, seconds >= 0, seconds < 1e13 else {
                 throw .protocolError("the ID token's \(meaning) ('\(name)') is not a time")
             }
@@ -195,7 +192,7 @@ struct IDTokenClaims: Sendable, Equatable {
         switch members["aud"] {
         case .string(let audience): audiences = [audience]
         case .array(let list):
-            audiences = list.compactMap { if case .string(let audience) = $0 { audience } else { nil } }
+            audiences = list.compactMap(\.string)
             guard audiences.count == list.count else { throw .protocolError("the ID token's audiences ('aud') are not all strings") }
         default: throw .protocolError("the ID token has no audience ('aud')")
         }
@@ -208,31 +205,6 @@ struct IDTokenClaims: Sendable, Equatable {
         case .string(let text) where text.lowercased() == "true": true
         case .string(let text) where text.lowercased() == "false": false
         default: nil
-        }
-    }
-}
-
-/// A JSON value, as much as claims need.
-private enum JSONMember: Sendable, Equatable, Decodable {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case array([JSONMember])
-    case other
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode([JSONMember].self) {
-            self = .array(value)
-        } else {
-            // null or an object: nothing authctl reads.
-            self = .other
         }
     }
 }

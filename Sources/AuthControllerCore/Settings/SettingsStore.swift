@@ -49,9 +49,15 @@ public struct SessionRecord: Equatable, Sendable {
     /// binding stays.
     package func signedOut(sequence: UInt64, because reason: LoginEvent.Reason? = nil) -> SessionRecord {
         var record = SessionRecord(sequence: sequence, binding: binding, endedBecause: reason)
-        record.gitHosts = gitHosts
-        record.registries = registries
+        record.keepLists(of: self)
         return record
+    }
+
+    /// Takes from `record` the lists that outlive its sessions: the git hosts and the registries
+    /// that get the session's token. Sign-in and sign-out both keep them, through this one list.
+    mutating func keepLists(of record: SessionRecord) {
+        gitHosts = record.gitHosts
+        registries = record.registries
     }
 }
 

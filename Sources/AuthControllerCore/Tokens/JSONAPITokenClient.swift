@@ -17,7 +17,7 @@ struct JSONAPITokenClient: TokenClient {
         var body = Array(#"{"login":"#.utf8) + Self.jsonString(Array(account.rawValue.utf8)) + Array(#","password":"#.utf8)
         password.withBytes { body += Self.jsonString(Array($0)) }
         body += Array("}".utf8)
-        defer { body.withUnsafeMutableBytes { Posix.wipe($0) } }
+        defer { body.withUnsafeMutableBytes { Memory.wipe($0) } }
         let endpoint = register ? "register" : "login"
         let (response, arrivedAt, serverDate) = try await exchange.post(server.appending(endpoint: endpoint), contentType: "application/json",
                                                                        body: body)

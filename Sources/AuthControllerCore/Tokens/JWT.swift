@@ -16,20 +16,9 @@ enum JWT {
     }
 
     private static func time(_ claim: String, of token: String) -> UInt64? {
-        // One claim a decode: a claim of the wrong type must not hide the other.
-        struct Expiry: Decodable { var exp: Double? }
-        struct IssuedAt: Decodable { var iat: Double? }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[1].utf8.count <= 16 * 1024, let payload = base64URLDecoded(parts[1]),
-              let seconds = claim == "exp" ? (try? JSONDecoder().decode(Expiry.self, from: payload))?.exp
-                                           : (try? JSONDecoder().decode(IssuedAt.self, from: payload))?.iat,
+        guard let payload = CompactJWS.unverifiedPayload(of: token),
+              let seconds = (try? JSONValue.claimsDecoder().decode([String: JSONValue].self, from: Data(payload)))?[claim]?.number,
               seconds.isFinite, seconds > 0, seconds < 1e13 else { return nil }
         return UInt64(seconds * 1_000_000)
-    }
-
-    static func base64URLDecoded(_ text: Substring) -> Data? {
-        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

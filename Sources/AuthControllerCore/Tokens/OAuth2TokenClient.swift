@@ -152,6 +152,6 @@ struct FormBody {
     }
 
     mutating func wipe() {
-        bytes.withUnsafeMutableBytes { Posix.wipe($0) }
+        bytes.withUnsafeMutableBytes { Memory.wipe($0) }
     }
 }

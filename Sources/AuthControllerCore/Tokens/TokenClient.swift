@@ -69,9 +69,9 @@ struct TokenExchange: Sendable {
     /// The answer decoded as `Answer` (a struct of optional members), `nil` when it is not a
     /// JSON object of those types. JSONDecoder tells `true` from `1`, which JSONSerialization's
     /// `NSNumber` does not.
-    static func decode<Answer: Decodable>(_ type: Answer.Type, _ body: [UInt8]) -> Answer? {
+    static func decode<Answer: Decodable>(_ type: Answer.Type, _ body: [UInt8], using decoder: JSONDecoder = JSONDecoder()) -> Answer? {
         guard body.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else { return nil }
-        return try? JSONDecoder().decode(Answer.self, from: Data(body))
+        return try? decoder.decode(Answer.self, from: Data(body))
     }
 
     /// A lifetime or expiry the server gave: not negative, finite; else a protocol error.

@@ -148,42 +148,29 @@ extension AuthController {
     /// then. Blocks on the settings lock.
     @discardableResult
     package func addRegistry(_ registry: ServedRegistry) throws(AuthError) -> Bool {
-        var added = false
-        _ = try change { (read, record) throws(AuthError) -> Change in
-            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
-            guard record.binding != nil else {
-                throw .invalidInput("\(service) is not bound to a token server, so it has no token to give a registry; \(hint: .bindServer)")
-            }
+        try changeKeptLists(unbound: "\(service) is not bound to a token server, so it has no token to give a registry; \(hint: .bindServer)") { record throws(AuthError) in
             if let other = try self.service(servingRegistry: registry.host), other != service {
                 throw .invalidInput("\(other) already serves the registry \(registry.host); a registry gets the token of one service")
             }
-            var updated = record
             if let index = record.registries.firstIndex(where: { $0.host.isSameRegistry(as: registry.host) }) {
-                guard record.registries[index] != registry else { return Change() }
-                updated.registries[index] = registry
+                guard record.registries[index] != registry else { return false }
+                record.registries[index] = registry
             } else {
-                updated.registries.append(registry)
+                record.registries.append(registry)
             }
-            added = true
-            return Change(record: updated)
+            return true
         }
-        return added
     }
 
     /// Removes `host` from the registries this service serves; `false` when it did not serve it.
     /// Blocks on the settings lock.
     @discardableResult
     package func removeRegistry(_ host: RegistryHost) throws(AuthError) -> Bool {
-        var removed = false
-        _ = try change { (read, record) throws(AuthError) -> Change in
-            if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
-            var updated = record
-            updated.registries.removeAll { $0.host.isSameRegistry(as: host) }
-            guard updated.registries.count != record.registries.count else { return Change() }
-            removed = true
-            return Change(record: updated)
+        try changeKeptLists { record in
+            let count = record.registries.count
+            record.registries.removeAll { $0.host.isSameRegistry(as: host) }
+            return record.registries.count != count
         }
-        return removed
     }
 
     /// The access token for the registry a client named as `serverURL` (see

@@ -146,20 +146,7 @@ struct DockerCredential: AsyncParsableCommand {
     /// refused without reading on (a registry's name is a few dozen bytes).
     private static func readRequest() throws -> String {
         let limit = 64 * 1024
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < limit {
-            let count: Int
-            do {
-                count = try chunk.withUnsafeMutableBytes { buffer in
-                    try FileDescriptor.standardInput.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(limit - bytes.count)))
-                }
-            } catch {
-                throw AuthError.settingsIO("cannot read the request on standard input: \(error)")
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-        }
+        let bytes = try StandardInput.read(atMost: limit, failure: "cannot read the request on standard input")
         guard bytes.count < limit else { throw AuthError.invalidInput("the request on standard input is 64 KiB or more: it is not a registry") }
         guard let text = String(validating: bytes, as: UTF8.self), !text.contains("\0") else {
             throw AuthError.invalidInput("the request on standard input is not UTF-8 text: it is not a registry")

@@ -126,23 +126,10 @@ struct GitCredentialRequest {
     /// Reads at most 64 KiB; a line without `=`, or a value with a NUL, is refused as git
     /// refuses it.
     init(reading descriptor: FileDescriptor) throws(AuthError) {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count <= 64 * 1024 {
-            let count: Int
-            do {
-                count = try chunk.withUnsafeMutableBytes { try descriptor.read(into: $0) }
-            } catch {
-                throw .settingsIO("cannot read git's request on standard input: \(error)")
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            // The blank line ends the request, whatever follows it.
-            if let end = Self.blankLine(in: bytes) {
-                bytes.removeSubrange(end...)
-                break
-            }
-        }
+        // One byte over the cap, to tell a request of 64 KiB from a longer one; the blank line
+        // ends the request, whatever follows it.
+        let bytes = try StandardInput.read(descriptor, atMost: 64 * 1024 + 1, failure: "cannot read git's request on standard input",
+                                           end: Self.blankLine(in:))
         guard bytes.count <= 64 * 1024 else { throw .invalidInput("git's request is over 64 KiB") }
         try self.init(parsing: bytes)
     }
