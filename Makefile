@@ -55,7 +55,7 @@ docs: deps
 	    done
 	$(DOCC_CONVERT) Sources/AuthControllerCore/AuthControllerCore.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerCore \
 	    --fallback-display-name AuthControllerCore --fallback-bundle-identifier AuthControllerCore --output-path $(DOCS)/AuthControllerCore.doccarchive
-	$(DOCC_CONVERT) --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerTesting \
+	$(DOCC_CONVERT) Sources/AuthControllerTesting/AuthControllerTesting.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthControllerTesting \
 	    --fallback-display-name AuthControllerTesting --fallback-bundle-identifier AuthControllerTesting --output-path $(DOCS)/AuthControllerTesting.doccarchive \
 	    --dependency $(DOCS)/AuthControllerCore.doccarchive
 	$(DOCC_CONVERT) Sources/AuthController/AuthController.docc --additional-symbol-graph-dir $(DOCS)/symbols/AuthController \

@@ -37,11 +37,11 @@ extension AuthController {
     ///   - notificationCenter: where each event is posted as `Notification.Name.loginStatusChanged`.
     ///   - tokenTransport: how to reach token servers; `nil` for a controller of local accounts only.
     ///   - serverTimeout: how long each request to a token server may take.
-    ///   - clock: microseconds since the Unix epoch.
+    ///   - clock: the time now; tests pass a clock they move by hand.
     public convenience init(service: ServiceName = .standard, keyring: any SecretStore, settings: any SettingsStore,
                             hasher: any PasswordHasher = Argon2idHasher(), broadcaster: any EventBroadcaster,
                             notificationCenter: NotificationCenter = .default, tokenTransport: (any HTTPTransport)? = nil,
-                            serverTimeout: Duration = .seconds(10), clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
+                            serverTimeout: Duration = .seconds(10), clock: @escaping @Sendable () -> Date = { Date() }) {
         self.init(service: service, keyring: keyring, settings: settings, hasher: hasher, broadcaster: broadcaster,
                   observers: [NotificationCenterObserver(center: notificationCenter)], tokenTransport: tokenTransport,
                   serverTimeout: serverTimeout, clock: clock)

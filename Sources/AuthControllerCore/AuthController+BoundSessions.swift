@@ -45,7 +45,7 @@ extension AuthController {
     }
 
     /// The signed-in account's access token, refreshed first when it expires in less than
-    /// `minValid` seconds (capped at half the lifetime the server granted) or when
+    /// `minValid`, counted in whole seconds (capped at half the lifetime the server granted) or when
     /// `forceRefresh`. One refresh at a time per service, across processes and tasks; the
     /// settings lock is never held while the server is asked. A session the server ended (or
     /// whose refresh token expired) is signed out — one `signed-out` event, reason `expired` —
@@ -60,8 +60,9 @@ extension AuthController {
     ///
     /// With `checkingIDToken`, the tokens are also refreshed when the ID token (OpenID
     /// providers) expires within the threshold.
-    public func accessToken(minValid: UInt64 = 60, forceRefresh: Bool = false,
+    public func accessToken(minValid: Duration = .seconds(60), forceRefresh: Bool = false,
                             checkingIDToken: Bool = false) async throws(AuthError) -> AccessToken {
+        let minValid = UInt64(clamping: max(0, minValid.components.seconds))
         let session = try await offload { () throws(AuthError) in try self.currentSession() }
         guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forceRefresh) }
         // An ID token about to expire is renewed as a forced refresh would renew it.
@@ -72,7 +73,7 @@ extension AuthController {
         return try await refreshes.run { () async throws(AuthError) -> AccessToken in
             var locked = false
             do throws(AuthError) {
-                return try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout.seconds + 5) { () async throws(AuthError) -> AccessToken in
+                return try await self.settings.withRefreshLock(service: self.service, timeout: self.serverTimeout + .seconds(5)) { () async throws(AuthError) -> AccessToken in
                     locked = true
                     return try await self.refresh(session, minValid: minValid, forced: forceRefresh)
                 }
@@ -90,7 +91,7 @@ extension AuthController {
     /// the clock says a session may have ended. Blocks on the settings and the keyring; never
     /// prompts and never asks a server.
     @discardableResult
-    public func endSessionIfOver() throws(AuthError) -> ChangeOutcome {
+    package func endSessionIfOver() throws(AuthError) -> ChangeOutcome {
         let record = try intactRecord()
         // Most calls find nothing to do: look before taking the settings lock.
         guard record.user != nil, try signedInAccount(in: record) == nil || sessionHasEnded(record) else {

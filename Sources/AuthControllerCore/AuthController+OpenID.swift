@@ -176,7 +176,7 @@ extension AuthController {
         case device(ServerURL)
     }
 
-    /// `--flow`'s choice, else the browser when there is one to show, else the device flow.
+    /// The request's flow, else the browser when there is one to show, else the device flow.
     private func chooseFlow(_ request: OpenIDSignIn, binding: ServerBinding, provider: OpenIDProvider) throws(AuthError) -> ChosenFlow {
         let browser = provider.authorizationEndpoint
         let device = binding.openID?.deviceEndpoint

@@ -137,7 +137,7 @@ extension AuthController {
         guard bound else { return try await body() }
         var ran = false
         do {
-            return try await settings.withRefreshLock(service: service, timeout: serverTimeout.seconds + 5) { () async throws(AuthError) in
+            return try await settings.withRefreshLock(service: service, timeout: serverTimeout + .seconds(5)) { () async throws(AuthError) in
                 ran = true
                 return try await body()
             }

@@ -47,15 +47,16 @@ extension AuthController {
                           sequence: status.sequence)
     }
 
-    /// Throws when the settings file is unsafe, unreadable or corrupt (78, 74): settings
+    /// Throws when the settings file is unsafe, unreadable or corrupt
+    /// (``AuthError/settingsUnsafe(_:)-enum.case``, ``AuthError/settingsIO(_:)-enum.case``): settings
     /// problems are reported before keyring ones. Blocks briefly; never prompts.
-    public func checkSettings() throws(AuthError) {
+    package func checkSettings() throws(AuthError) {
         _ = try intactRecord()
     }
 
     /// Whether `account` has a stored password hash. Never prompts. An unsafe settings file is
-    /// reported first (78, 74); a corrupt one is not, since a sign-in replaces it.
-    public func hasStoredPassword(for account: AccountID) throws(AuthError) -> Bool {
+    /// reported first; a corrupt one is not, since a sign-in replaces it.
+    package func hasStoredPassword(for account: AccountID) throws(AuthError) -> Bool {
         _ = try settings.read(service: service)
         return try keyring.containsItem(service: service, account: account)
     }

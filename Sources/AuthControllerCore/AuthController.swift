@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 import Synchronization
 
 /// Signs accounts in and out of one service.
@@ -8,12 +8,16 @@ import Synchronization
 /// status is handed to the controller's ``LoginEventObserver``s (an app's `NotificationCenter`),
 /// yielded to ``events()`` streams, and broadcast by an ``EventBroadcaster`` (a D-Bus signal).
 ///
-/// Each operation has one name: ``signIn(account:name:password:register:binding:)``,
-/// ``signOut(keepingCredentials:)``, ``forget(_:)`` and ``verify(_:)`` are `async`, serve
-/// local accounts and services bound to a token server alike, and run their blocking keyring,
-/// settings and Argon2 work on threads of their own, never on the cooperative pool. The
-/// original synchronous API (``signIn(_:password:)``, ``signOut()``, ``isSignedIn``,
-/// ``currentUser``) stays for local accounts.
+/// Each operation has one name, and one rule says which are `async`: a call that may ask a
+/// token server or an identity provider, may wait for a person (a prompt, a browser), or changes
+/// who is signed in is `async`, and runs its blocking keyring, settings and Argon2 work on
+/// threads of its own, never on the cooperative pool — ``signIn(account:name:password:register:binding:)``,
+/// ``signOut(keepingCredentials:)``, ``forget(_:)``, ``verify(_:)``, ``accessToken(minValid:forceRefresh:checkingIDToken:)``.
+/// A call that only reads or writes this machine's state and never prompts is synchronous and
+/// bounded by the keyring's and the settings lock's deadlines — ``status()``, ``accounts()``,
+/// ``binding()``, ``setBinding(_:)``. The original API (``signIn(_:password:)``, ``signOut()``,
+/// ``isSignedIn``, ``currentUser``) is the one exception: synchronous conveniences over the full
+/// operations, kept for the callers they were written for.
 ///
 /// Changes happen under the settings lock, so concurrent processes never lose an update and
 /// their events are broadcast in the order of the changes. Argon2 runs outside the lock, and
@@ -55,11 +59,13 @@ public final class AuthController: Sendable {
     ///   - tokenTransport: how to reach token servers (bound services); `nil` for a
     ///     controller of local accounts only.
     ///   - serverTimeout: how long each request to a token server may take.
-    ///   - clock: microseconds since the Unix epoch.
+    ///   - clock: the time now; tests pass a clock they move by hand.
     public init(service: ServiceName = .standard, keyring: any SecretStore, settings: any SettingsStore,
                 hasher: any PasswordHasher = Argon2idHasher(), broadcaster: any EventBroadcaster,
                 observers: [any LoginEventObserver], tokenTransport: (any HTTPTransport)? = nil,
-                serverTimeout: Duration = .seconds(10), clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
+                serverTimeout: Duration = .seconds(10), clock: @escaping @Sendable () -> Date = { Date() }) {
+        // Microseconds since the Unix epoch inside, as the settings file and the D-Bus signal keep time.
+        let clock: @Sendable () -> UInt64 = { Timestamp.microseconds(clock()) }
         self.tokenClients = { binding in
             guard let tokenTransport else { return UnreachableTokenClient() }
             return makeTokenClient(for: binding, transport: tokenTransport, timeout: serverTimeout.seconds, clock: clock)
@@ -95,63 +101,11 @@ public final class AuthController: Sendable {
         other == service ? self : AuthController(self, service: other)
     }
 
-    /// The version of authctl, as `--version` and the token client's `User-Agent` give it.
+    /// The version of the library, as its command line and the token client's `User-Agent` give it.
     public static let version = "0.2.0"
 
     /// Microseconds since the Unix epoch, from the system's real-time clock.
-    public static let systemClock: @Sendable () -> UInt64 = { Posix.wallClockMicroseconds() }
-
-    // MARK: - The original API
-
-    /// Signs `user` in to a service of local accounts: enrols a new account, or verifies the
-    /// password of a known one. `user.email` is the account id, `user.name` the display name.
-    ///
-    /// A convenience that makes the local sign-in of
-    /// ``signIn(account:name:password:register:binding:)`` on the calling thread: it blocks for
-    /// the hashing time and may show the keyring's unlock prompt. A service bound to a token
-    /// server is refused with ``AuthError/unavailable(_:detail:)-enum.case``: signing in there asks the
-    /// server, which only the `async` operation does.
-    public func signIn(_ user: User, password: String) throws {
-        let account = try AccountID(validating: user.email)
-        let name = try DisplayName.validate(user.name)
-        let password = try Password(password)
-        try refuseIfBound(use: "signIn(account:name:password:register:binding:)", because: "which asks it")
-        try signInLocally(account: account, name: name, password: password)
-    }
-
-    /// Signs the current account out of a service of local accounts and deletes its stored hash.
-    /// Nobody signed in is not an error.
-    ///
-    /// A convenience that makes ``signOut(keepingCredentials:)`` with `keepingCredentials: false`
-    /// on the calling thread: it blocks on the keyring and may show its unlock prompt. A service
-    /// bound to a token server is refused with ``AuthError/unavailable(_:detail:)-enum.case``: its sign-out
-    /// revokes the refresh token at the server, which only the `async` operation does.
-    public func signOut() throws {
-        try refuseIfBound(use: "signOut(keepingCredentials: false)", because: "which revokes its tokens there")
-        try signingOut(keepingCredentials: false)
-    }
-
-    /// Whether someone is signed in (the settings name a user whose keyring item exists, and a
-    /// bound session has not expired): ``status()``'s ``LoginStatus/isSignedIn``, `false` when
-    /// that cannot be found out. Blocks on the keyring briefly; never prompts. The D-Bus
-    /// property `SignedIn` of `serve` tells the same.
-    public var isSignedIn: Bool { (try? status().isSignedIn) ?? false }
-
-    /// The signed-in user, or `nil` (also when that cannot be found out): ``status()``'s account
-    /// id and display name. Blocks on the keyring briefly; never prompts.
-    public var currentUser: User? {
-        guard let status = try? status(), let user = status.account else { return nil }
-        return User(name: status.name ?? "", email: user.rawValue)
-    }
-
-    /// Throws ``AuthError/unavailable(_:detail:)-enum.case`` when the service is bound to a token server:
-    /// what a synchronous call of the original API cannot do there, the `async` one named
-    /// `asyncOperation` does.
-    func refuseIfBound(use asyncOperation: String, because reason: String) throws(AuthError) {
-        if let binding = try settings.read(service: service).record.binding {
-            throw .unavailable("\(service) is bound to the token server \(binding.server); use `await \(asyncOperation)`, \(reason)")
-        }
-    }
+    package static let systemClock: @Sendable () -> UInt64 = { Posix.wallClockMicroseconds() }
 
     // MARK: - In-process events
 

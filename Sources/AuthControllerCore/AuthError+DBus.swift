@@ -1,7 +1,7 @@
 extension AuthError {
     /// The D-Bus error `authctl serve` answers a failed call with: one per exit-code family,
     /// as ``exitCode`` gives one exit status per family.
-    public var dbusErrorName: String {
+    package var dbusErrorName: String {
         switch self {
         case .notSignedIn: "io.github.authctl.Error.NotSignedIn"
         case .usage, .invalidInput: "io.github.authctl.Error.InvalidInput"

@@ -1,7 +1,7 @@
 /// Every failure the library reports, in few families: nobody signed in, a wrong request, bad
 /// input, something unavailable, the settings file, a deadline, the token server's answer, a
-/// refusal, an unsafe settings file. Each family has one ``exitCode``, so a command line maps
-/// an error to its exit status in one place.
+/// refusal, an unsafe settings file: one case per family, so a front end tells them apart with one
+/// `switch`.
 ///
 /// The ``message`` is one line that says what happened and what to do next, in the library's
 /// own words. Where the next step is something a front end offers (sign out, forget an
@@ -57,7 +57,7 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The process exit status for this error's family: 1 for nobody signed in, otherwise the
     /// code of sysexits.h (64 usage, 65 data, 69 unavailable, 74 I/O, 75 temporary failure,
     /// 76 protocol, 77 permission, 78 configuration).
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         switch self {
         case .notSignedIn: 1
         case .usage: 64
@@ -319,7 +319,7 @@ extension AuthError {
 extension String {
     /// The text with every control character (U+0000–U+001F, U+007F–U+009F) written as
     /// `\u{…}`, so that no input can break a one-line message or a terminal.
-    public var controlCharactersEscaped: String {
+    package var controlCharactersEscaped: String {
         var result = ""
         for scalar in unicodeScalars {
             if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {

@@ -68,9 +68,9 @@ public final class InMemorySettingsStore: SettingsStore {
 
     /// Runs `body` holding this store's refresh lock of `service`; the tasks waiting for it take it
     /// in turn, suspended, without a deadline: `timeout` is not used.
-    public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
+    public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Duration,
                                              _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
-        try await refreshLocks.lock(service, timeout: timeout)
+        try await refreshLocks.lock(service)
         defer { Task { await refreshLocks.unlock(service) } }
         return try await body()
     }
@@ -83,7 +83,7 @@ private actor AsyncLocks {
     private var held: Set<ServiceName> = []
     private var waiters: [ServiceName: [CheckedContinuation<Void, Never>]] = [:]
 
-    func lock(_ service: ServiceName, timeout: Double) async throws(AuthError) {
+    func lock(_ service: ServiceName) async {
         if held.insert(service).inserted { return }
         await withCheckedContinuation { waiters[service, default: []].append($0) }
     }

@@ -1,5 +1,5 @@
 public import AuthControllerCore
-import Foundation
+public import Foundation
 import Synchronization
 
 /// A token server in memory that speaks both protocols of a token server — `oauth2` at `/token`
@@ -79,9 +79,10 @@ public final class InMemoryTokenServer: HTTPTransport {
     private let state = Mutex(State())
     private let clock: @Sendable () -> UInt64
 
-    /// - Parameter clock: the real time in µs since the epoch (the server adds its offset).
-    public init(clock: @escaping @Sendable () -> UInt64 = AuthController.systemClock) {
-        self.clock = clock
+    /// - Parameter clock: the real time now (the server adds its ``Configuration/clockOffset``);
+    ///   a test that moves its controller's clock by hand passes the same clock here.
+    public init(clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.clock = { Timestamp.microseconds(clock()) }
     }
 
     /// Changes the configuration in place; requests that come after see the change.

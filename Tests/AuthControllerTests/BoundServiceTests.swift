@@ -49,22 +49,22 @@ struct BoundServiceTests {
         let fixture = try BoundFixture()
         try await fixture.signIn()
         fixture.clock.advance(seconds: 200)  // 100 s left
-        _ = try await fixture.controller.accessToken(minValid: 60)
+        _ = try await fixture.controller.accessToken(minValid: .seconds(60))
         #expect(fixture.refreshes == 0)
-        _ = try await fixture.controller.accessToken(minValid: 120)  // 100 s left < 120 s (under the 150 s cap)
+        _ = try await fixture.controller.accessToken(minValid: .seconds(120))  // 100 s left < 120 s (under the 150 s cap)
         #expect(fixture.refreshes == 1)
         let fixture2 = try BoundFixture()
         try await fixture2.signIn()
         fixture2.clock.advance(seconds: 200)
         let before = try #require(try fixture2.keyring.value(TokenSet.self, service: fixture2.service, account: fixture2.alice, server: fixture2.binding.server))
-        let token = try await fixture2.controller.accessToken(minValid: 1000)  // capped at 150 s: 100 s left → due
+        let token = try await fixture2.controller.accessToken(minValid: .seconds(1000))  // capped at 150 s: 100 s left → due
         #expect(fixture2.refreshes == 1)
         #expect(fixture2.server.accepts(accessToken: token.token))
         #expect(token.token != before.accessToken)
         let after = try #require(try fixture2.keyring.value(TokenSet.self, service: fixture2.service, account: fixture2.alice, server: fixture2.binding.server))
         #expect(after.refreshToken != before.refreshToken)
         #expect(after.accessToken == token.token)
-        _ = try await fixture2.controller.accessToken(minValid: 1000)
+        _ = try await fixture2.controller.accessToken(minValid: .seconds(1000))
         #expect(fixture2.refreshes == 1)  // the new token has 300 s, more than the 150 s cap
         #expect(fixture2.broadcaster.events.count == 1)  // a refresh is no event
     }
@@ -307,7 +307,7 @@ struct BoundServiceTests {
         let key = ItemKey(service: fixture.service, account: fixture.alice, server: fixture.binding.server)
         let controller = AuthController(service: fixture.service, keyring: fixture.keyring, settings: fixture.settings,
                                         broadcaster: fixture.broadcaster, notificationCenter: NotificationCenter(),
-                                        tokenTransport: RacingTransport(keyring: fixture.keyring, key: key), clock: fixture.clock.read)
+                                        tokenTransport: RacingTransport(keyring: fixture.keyring, key: key), clock: fixture.clock.date)
         let token = try await controller.accessToken(forceRefresh: true)
         #expect(token.token == "rotated-access")
         #expect(try controller.status().isSignedIn)

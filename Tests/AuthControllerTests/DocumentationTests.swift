@@ -29,6 +29,74 @@ struct DocumentationTests {
                 "\(undocumented.count) public declarations without a /// comment (of \(swiftFiles) files):\n\(undocumented.joined(separator: "\n"))")
     }
 
+    /// The catalogs whose `## Topics` sections place the public symbols.
+    static let catalogs = ["Sources/AuthControllerCore/AuthControllerCore.docc", "Sources/AuthController/AuthController.docc",
+                           "Sources/AuthControllerTesting/AuthControllerTesting.docc"]
+
+    @Test("every public type, and every public member of AuthController, is in a topic of the DocC catalogs")
+    func everyPublicSymbolIsInATopic() throws {
+        var curated: Set<String> = []
+        for catalog in Self.catalogs {
+            let folder = Self.packageRoot.appendingPathComponent(catalog).path
+            for file in try FileManager.default.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".md") }) {
+                curated.formUnion(CuratedSymbols.links(inArticle: try String(contentsOfFile: folder + "/" + file, encoding: .utf8)))
+            }
+        }
+        var declared: [String] = []
+        for folder in Self.libraryFolders {
+            let folderPath = Self.packageRoot.appendingPathComponent(folder).path
+            let files = FileManager.default.enumerator(atPath: folderPath)?.allObjects as? [String] ?? []
+            for relativePath in files.filter({ $0.hasSuffix(".swift") }) {
+                declared += CuratedSymbols.symbolsToCurate(in: try String(contentsOfFile: folderPath + "/" + relativePath, encoding: .utf8))
+            }
+        }
+        try #require(declared.contains("AuthController") && declared.contains("AuthController/status()"), "found no symbols: \(declared)")
+        let uncurated = Set(declared).filter { !curated.contains($0) }.sorted()
+        #expect(uncurated.isEmpty, "\(uncurated.count) public symbols in no topic of \(Self.catalogs):\n\(uncurated.joined(separator: "\n"))")
+    }
+
+    @Test("the topic scanner reads links, signatures and disambiguations as DocC does")
+    func topicScannerReadsWhatDocCReads() {
+        let article = """
+            # ``AuthControllerCore/AuthController``
+
+            A link outside the topics: ``NotCurated``.
+
+            ## Topics
+
+            - ``signIn(account:name:password:register:binding:)``
+            - ``/AuthControllerCore/LoginEvent/Status-swift.enum``
+            """
+        #expect(CuratedSymbols.links(inArticle: article) == ["AuthController/signIn(account:name:password:register:binding:)", "LoginEvent/Status"])
+        let source = """
+            /// A type.
+            public final class AuthController: Sendable {
+                /// Made by hand.
+                public init(service: ServiceName = .standard, clock: @escaping @Sendable () -> Date = { Date() }) {}
+                func hidden() {}
+            }
+            extension AuthController {
+                /// Signs in.
+                @discardableResult
+                public func signIn(account: AccountID, name: String, register: Bool = false,
+                                   password: (PasswordRequest) async throws(AuthError) -> Password) async throws(AuthError) -> Int { 1 }
+                /// A nested type.
+                public struct AccessToken {
+                    /// Not a member of the controller.
+                    public var token: String
+                }
+                package func plumbing() {}
+            }
+            /// Another type.
+            public enum Kind { case one }
+            package struct Hidden {}
+            """
+        #expect(CuratedSymbols.symbolsToCurate(in: source) == [
+            "AuthController", "AuthController/init(service:clock:)",
+            "AuthController/signIn(account:name:register:password:)", "AuthController/AccessToken", "Kind",
+        ])
+    }
+
     @Test("the scanner finds undocumented public declarations, enum cases and protocol requirements, and nothing else")
     func scannerFindsWhatIsUndocumented() {
         let source = """
@@ -162,5 +230,98 @@ enum PublicDeclarationScanner {
             }
         }
         return code
+    }
+}
+
+/// What the DocC catalogs curate, and what they must: read from the articles' and the sources' text.
+enum CuratedSymbols {
+    /// The symbol links of the `## Topics` section of `article`, as paths without the module and
+    /// without DocC's disambiguation (`-swift.enum`); links on an extension page (whose title is a
+    /// symbol) are relative to that symbol.
+    static func links(inArticle article: String) -> Set<String> {
+        let lines = article.split(separator: "\n", omittingEmptySubsequences: false)
+        // A title with a `/` is a symbol's page (``AuthControllerCore/AuthController``); without one,
+        // a module's landing page (``AuthController``), where links start at the module.
+        let title = lines.first.flatMap { $0.hasPrefix("# ``") ? String($0.dropFirst(4).dropLast(2)) : nil }
+        let page = title.flatMap { $0.contains("/") ? path(of: $0) : nil }
+        guard let topics = lines.firstIndex(of: "## Topics") else { return [] }
+        var links: Set<String> = []
+        for line in lines[topics...] {
+            for match in line.matches(of: /``([^`]+)``/) {
+                let link = String(match.output.1)
+                let isAbsolute = link.hasPrefix("/") || modules.contains { link.hasPrefix($0 + "/") }
+                let path = path(of: link)
+                links.insert(isAbsolute ? path : page.map { $0 + "/" + path } ?? path)
+            }
+        }
+        return links
+    }
+
+    static let modules = ["AuthControllerCore", "AuthController", "AuthControllerTesting", "Foundation"]
+
+    /// A link as a path: no leading `/`, no module, no disambiguation suffix on any component.
+    private static func path(of link: String) -> String {
+        var components = link.split(separator: "/").map(String.init)
+        if components.count > 1, let first = components.first, modules.contains(first) { components.removeFirst() }
+        if components.count == 1, modules.contains(components[0]) { return components[0] }
+        return components.map { component in
+            guard !component.contains("("), let dash = component.firstIndex(of: "-") else { return component }
+            return String(component[..<dash])
+        }.joined(separator: "/")
+    }
+
+    /// The public top-level types (and functions and constants) of `source`, and the public
+    /// members of `AuthController` declared in it, as DocC links name them (`signIn(account:name:)`).
+    static func symbolsToCurate(in source: String) -> [String] {
+        let topLevel = /^(?:@\w+(?:\([^)]*\))?\s+)*public\s+(?:final\s+)?(?:struct|enum|class|protocol|actor|typealias|let|var)\s+(\w+)/
+        let member = /^    (?:@\w+(?:\([^)]*\))?\s+)*public\s+(?:(?:static|final|convenience|nonisolated)\s+)*(struct|enum|class|func|var|let|init)\b\s*(\w*)/
+        var symbols: [String] = []
+        var inController = false
+        let lines = source.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for (index, line) in lines.enumerated() {
+            if let match = line.firstMatch(of: topLevel) { symbols.append(String(match.output.1)) }
+            if !line.hasPrefix(" ") && !line.hasPrefix("}") && !line.isEmpty && !line.hasPrefix("//") && !line.hasPrefix("@") {
+                inController = line.contains(/^(?:public\s+)?(?:final\s+)?(?:class|extension)\s+AuthController\b/)
+            }
+            guard inController, let match = line.firstMatch(of: member) else { continue }
+            let (kind, name) = (String(match.output.1), String(match.output.2))
+            switch kind {
+            case "func", "init":
+                let declaration = lines[index...].joined(separator: "\n")
+                symbols.append("AuthController/" + (kind == "init" ? "init" : name) + labels(after: kind == "init" ? "init" : name, in: declaration))
+            default:
+                symbols.append("AuthController/" + name)
+            }
+        }
+        return symbols
+    }
+
+    /// `(a:b:_:)` for the parameter list that follows `name` (and its generic clause) in `declaration`.
+    private static func labels(after name: String, in declaration: String) -> String {
+        guard let start = declaration.range(of: name)?.upperBound else { return "()" }
+        var text = declaration[start...].drop { $0 != "(" }.dropFirst()
+        var depth = 0
+        var parameter = ""
+        var labels: [String] = []
+        var previous: Character = " "
+        while let character = text.first {
+            text = text.dropFirst()
+            switch character {
+            case "(", "[", "<": depth += 1
+            case ")", "]": depth -= 1
+            case ">" where previous != "-": depth -= 1
+            default: break
+            }
+            if depth < 0 || (depth == 0 && character == ",") {
+                let label = parameter.split(separator: ":").first?.split(whereSeparator: \.isWhitespace).first.map(String.init)
+                if let label, !label.isEmpty { labels.append(label + ":") }
+                parameter = ""
+                if depth < 0 { break }
+            } else {
+                parameter.append(character)
+            }
+            previous = character
+        }
+        return "(" + labels.joined() + ")"
     }
 }

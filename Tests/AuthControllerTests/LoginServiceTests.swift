@@ -26,7 +26,7 @@ struct LoginServiceTests {
         // At that moment `token` with that threshold refreshes: the token is due.
         fixture.clock.advance(seconds: 241)
         let requests = fixture.refreshes
-        _ = try await fixture.controller.accessToken(minValid: schedule.minValid)
+        _ = try await fixture.controller.accessToken(minValid: .seconds(schedule.minValid))
         #expect(fixture.refreshes == requests + 1)
     }
 

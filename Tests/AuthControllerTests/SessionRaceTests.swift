@@ -77,7 +77,7 @@ struct SessionRaceTests {
         let store = RacingStore(base: fixture.keyring, settings: fixture.settings, race: race)
         let controller = AuthController(service: fixture.service, keyring: store, settings: fixture.settings,
                                          broadcaster: fixture.broadcaster, notificationCenter: NotificationCenter(),
-                                         tokenTransport: fixture.server, serverTimeout: .seconds(2), clock: fixture.clock.read)
+                                         tokenTransport: fixture.server, serverTimeout: .seconds(2), clock: fixture.clock.date)
         return (fixture, store, controller)
     }
 
@@ -126,7 +126,7 @@ struct WaitingRefreshTests {
         let (fixture, store, controller) = try await SessionRaceTests.racing(nil)
         let holding = Mutex(false)
         let other = Task { () async throws in
-            try await fixture.settings.withRefreshLock(service: fixture.service, timeout: 10) { () async throws(AuthError) in
+            try await fixture.settings.withRefreshLock(service: fixture.service, timeout: .seconds(10)) { () async throws(AuthError) in
                 holding.withLock { $0 = true }
                 _ = await eventually(within: .seconds(10), pollingEvery: .milliseconds(5)) { store.tokenReads > 0 }
                 try fixture.settings.withExclusiveLock { () throws(AuthError) in

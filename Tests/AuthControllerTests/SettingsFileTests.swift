@@ -9,7 +9,7 @@ struct SettingsFolder: ~Copyable {
     let root: String
     var directory: String { root + "/config/authctl" }
     var file: String { directory + "/settings.ini" }
-    var store: KeyFileSettingsStore { KeyFileSettingsStore(directory: directory, lockTimeout: 0.3) }
+    var store: KeyFileSettingsStore { KeyFileSettingsStore(directory: directory, lockTimeout: .milliseconds(300)) }
     let service = ServiceName(rawValue: "svc")!
 
     init() {

@@ -18,7 +18,7 @@ public final class Fixture: Sendable {
     public init() {
         controller = AuthController(service: service, keyring: keyring, settings: settings,
                                     hasher: Argon2idHasher(parameters: .init(memoryKiB: 64, iterations: 2, parallelism: 1)),
-                                    broadcaster: broadcaster, notificationCenter: center, clock: { 1_795_000_000_123_456 })
+                                    broadcaster: broadcaster, notificationCenter: center, clock: { Timestamp.date(microseconds: 1_795_000_000_123_456) })
     }
 
     public func account(_ text: String) -> AccountID { AccountID(rawValue: text)! }
@@ -42,6 +42,8 @@ public final class Fixture: Sendable {
 public final class TestClock: Sendable {
     private let now = Mutex<UInt64>(1_795_000_000_000_000)
     public var read: @Sendable () -> UInt64 { { [self] in now.withLock { $0 } } }
+    /// The clock as a controller and a token server take it.
+    public var date: @Sendable () -> Date { { [self] in Timestamp.date(microseconds: now.withLock { $0 }) } }
     public func advance(seconds: Double) { now.withLock { $0 += UInt64(seconds * 1_000_000) } }
 }
 
@@ -62,13 +64,13 @@ public final class BoundFixture: Sendable {
     ///   call runs inside a task before it passes it on to ``keyring``.
     public init(_ tokenProtocol: ServerBinding.TokenProtocol = .oauth2, revoke: Bool = false, keyringCalls: TaskNotingStore? = nil) throws {
         keyring = keyringCalls?.base ?? InMemorySecretStore()
-        server = InMemoryTokenServer(clock: clock.read)
+        server = InMemoryTokenServer(clock: clock.date)
         server.configure { $0.accounts = ["alice@example.org": "pw", "bob": "pw2"] }
         binding = ServerBinding(server: try ServerURL(validating: tokenProtocol == .oauth2 ? "https://auth.test/token" : "https://api.test/v1"),
                                 tokenProtocol: tokenProtocol, clientID: "cli",
                                 revokeURL: revoke ? try ServerURL(validating: "https://auth.test/revoke") : nil)
         controller = AuthController(service: service, keyring: keyringCalls ?? keyring, settings: settings, broadcaster: broadcaster,
-                                    notificationCenter: NotificationCenter(), tokenTransport: server, serverTimeout: .seconds(2), clock: clock.read)
+                                    notificationCenter: NotificationCenter(), tokenTransport: server, serverTimeout: .seconds(2), clock: clock.date)
     }
 
     @discardableResult

@@ -89,7 +89,7 @@ extension LoginService {
             getToken: { invocation, service, minValid in
                 self.answer(invocation, service, .change, refreshing: true, calls: calls, trigger: trigger) { controller throws(AuthError) in
                     let token = try await gate.guarding { () async throws(AuthError) in
-                        try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: UInt64(minValid)) })
+                        try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: .seconds(minValid)) })
                     }
                     for warning in token.warnings { self.warn("\(controller.service): \(warning)") }
                     return { invocation.returnToken(token.token, expiresAt: token.expiresAt.map(Timestamp.microseconds(_:)) ?? 0) }

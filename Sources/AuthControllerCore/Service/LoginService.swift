@@ -391,7 +391,7 @@ package final class LoginService: Sendable {
             var retry = false
             do throws(AuthError) {
                 let token = try await gate.guarding { () async throws(AuthError) in
-                    try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: minValid) })
+                    try await offload(async: { () async throws(AuthError) in try await controller.accessToken(minValid: .seconds(minValid)) })
                 }
                 // A still-valid token handed out because the server could not be reached.
                 retry = !token.warnings.isEmpty

@@ -20,8 +20,9 @@ extension KeyFileSettingsStore {
     /// An `flock` on `DIRECTORY/refresh-MD5.lock`, one file per service (named by the MD5 of the
     /// service name), so the refreshes of one service in any process take turns. Waiting polls the
     /// lock and suspends the task between tries, blocking no thread.
-    public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
+    public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Duration,
                                              _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
+        let timeout = timeout.seconds
         // One file per service, named by a digest: a service name may be 255 bytes, too long
         // for a file name with a prefix.
         let path = "\(directory)/refresh-\(GLibText.md5Hex(service.rawValue)).lock"

@@ -7,18 +7,18 @@ public struct KeyFileSettingsStore: SettingsStore {
     /// The folder holding `settings.ini` and `settings.lock`.
     public let directory: String
     /// How long to wait for the lock before giving up with ``AuthError/temporaryFailure(_:detail:)-enum.case``.
-    public let lockTimeout: Double
+    package let lockTimeout: Double
 
     /// The settings file, `DIRECTORY/settings.ini`.
     public var filePath: String { directory + "/settings.ini" }
     var lockPath: String { directory + "/settings.lock" }
     var corruptCopyPath: String { filePath + ".corrupt" }
 
-    /// The settings in `directory`, whose lock is waited for at most `lockTimeout` seconds. Touches
+    /// The settings in `directory`, whose lock is waited for at most `lockTimeout`. Touches
     /// no file yet: the directory is created by the first write or lock.
-    public init(directory: String, lockTimeout: Double = 5) {
+    public init(directory: String, lockTimeout: Duration = .seconds(5)) {
         self.directory = directory
-        self.lockTimeout = lockTimeout
+        self.lockTimeout = lockTimeout.seconds
     }
 
     /// Reads and parses `settings.ini` without the lock; a missing file or directory reads as

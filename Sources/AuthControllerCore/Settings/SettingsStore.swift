@@ -103,9 +103,9 @@ public protocol SettingsStore: Sendable {
     func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T
 
     /// Runs `body` holding the refresh lock of `service` — one token refresh at a time per
-    /// service, across processes — waited for at most `timeout` seconds (then
+    /// service, across processes — waited for at most `timeout` (then
     /// ``AuthError/temporaryFailure(_:detail:)-enum.case``). It is a lock of
     /// its own: the settings lock stays free while a slow server is asked.
-    func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Double,
+    func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Duration,
                                       _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T
 }

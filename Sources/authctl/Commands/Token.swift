@@ -47,7 +47,7 @@ struct Token: AsyncParsableCommand {
     static func report(_ global: GlobalSettings, minValid: UInt64, refresh: Bool, json: Bool, idToken: Bool = false) async throws {
         let controller = try global.makeController()
         let token = try await FirstSignal.deferred {  () async throws(AuthError) in
-            try await controller.accessToken(minValid: minValid, forceRefresh: refresh, checkingIDToken: idToken)
+            try await controller.accessToken(minValid: .seconds(minValid), forceRefresh: refresh, checkingIDToken: idToken)
         }
         for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
         if idToken && token.idToken == nil {
