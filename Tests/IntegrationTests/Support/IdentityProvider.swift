@@ -77,12 +77,8 @@ final class IdentityProvider: Sendable {
         if !issParameter { arguments.append("--no-iss-parameter") }
         if completeDiscovery { arguments.append("--complete-discovery") }
 
-        let errors = folder.appendingPathComponent("stderr.txt")
-        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         server = try await ServerProcess("identity provider", executable: try Self.python(), arguments: arguments,
-                                         standardError: try FileHandle(forWritingTo: errors), within: .seconds(60), slow: true) {
-            String(((try? String(contentsOf: errors, encoding: .utf8)) ?? "").suffix(2000))
-        }
+                                         within: .seconds(60), slow: true)
     }
 
     deinit {
