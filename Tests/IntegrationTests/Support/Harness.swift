@@ -349,6 +349,16 @@ final class Spawned: Sendable {
         try? end?.close()
     }
 
+    /// Writes `bytes` to the stdin held open (see `holdsInputOpen`); throws once it is closed.
+    func write(_ bytes: [UInt8]) throws {
+        try heldInput.withLock { end in
+            guard let end else { throw Errno.badFileDescriptor }
+            // The program may be gone: a write to its closed pipe is an error here, not a SIGPIPE.
+            Glibc.signal(SIGPIPE, SIG_IGN)
+            _ = try end.writeAll(bytes)
+        }
+    }
+
     /// Closes stdin, which ends a program that reads it to its end (the test servers), and sends
     /// SIGTERM to one that does not. Returns at once.
     func stop() {
