@@ -70,14 +70,12 @@ struct IdentityProviderTests {
         ]
         let result = FileManager.default.temporaryDirectory.appendingPathComponent("browser-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: result) }
-        let browser = Process()
-        browser.executableURL = URL(fileURLWithPath: IdentityProvider.browserStandIn)
-        browser.arguments = [try #require(authorization.url?.absoluteString)]
-        browser.environment = ProcessInfo.processInfo.environment.merging(
-            try IdentityProvider.browserEnvironment(result: result, person: IdentityProvider.grace, callbackChanges: ["extra": "a+b"])) { $1 }
-        browser.standardInput = FileHandle.nullDevice
-        try browser.run()
-        #expect(await eventually(within: .seconds(30)) { IdentityProvider.standInOutcome(at: result) != nil })
+        let browser = try await Spawned(
+            IdentityProvider.browserStandIn, [try #require(authorization.url?.absoluteString)], input: nil,
+            environment: ProcessInfo.processInfo.environment.merging(
+                try IdentityProvider.browserEnvironment(result: result, person: IdentityProvider.grace, callbackChanges: ["extra": "a+b"])) { $1 },
+            leadsProcessGroup: true)
+        #expect(await eventually(within: .seconds(30)) { IdentityProvider.standInOutcome(at: result) != nil }, "\(browser.stderr)")
         let outcome = try #require(IdentityProvider.standInOutcome(at: result))
         let callback = try #require(URLComponents(string: outcome["callbackURL"] as? String ?? ""), "\(outcome)")
         let query = Dictionary((callback.queryItems ?? []).map { ($0.name, $0.value ?? "") }) { $1 }

@@ -1,7 +1,6 @@
 import AuthController
 import DesktopSandbox
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 #if canImport(Glibc)
@@ -250,13 +249,14 @@ struct ReadmeTests {
         // Python's defaults, as under a systemd unit: no PYTHONUNBUFFERED from this machine's
         // environment, which would hide the block buffering of a pipe.
         let environment = session.scenario.environment.filter { !$0.key.hasPrefix("PYTHON") }
-        let python = try PipedProcess(debianPython, [script.path], environment: environment)
-        defer { python.terminate() }
+        let python = try await Spawned(debianPython, [script.path], input: nil, environment: environment, leadsProcessGroup: true,
+                                       pipesOutput: true)
+        defer { python.signal(SIGKILL) }
 
         // A forged signal, as any peer may send: no reason, no sequence. Sent until the listener,
         // once subscribed, prints its line.
         _ = try await eventually(within: .seconds(30), pollingEvery: .zero) {
-            if python.stdout.contains("mallory") || !python.isRunning { return true }
+            if python.stdout.contains("mallory") || python.hasEnded { return true }
             let forged = try await session.scenario.gdbus(
                 "emit", "--session", "--object-path", "/io/github/authctl/AuthController1",
                 "--signal", "io.github.authctl.AuthController1.LoginStatusChanged",
@@ -269,7 +269,7 @@ struct ReadmeTests {
         try await session.signIn("alice@example.org")
         let arrived = await python.waitForOutput(timeout: 30) { $0.contains("signed-in alice@example.org sign-in 1\n") }
         #expect(arrived, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
-        #expect(python.isRunning, "the listener stopped or complained: \(python.stderr)")
+        #expect(!python.hasEnded, "the listener stopped or complained: \(python.stderr)")
         #expect(python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
     }
 
@@ -281,8 +281,9 @@ struct ReadmeTests {
         let script = session.folder.appendingPathComponent("serve-listener.py")
         try ReadmeBlock.named("serve-listener").text.write(to: script, atomically: true, encoding: .utf8)
         let environment = session.scenario.environment.filter { !$0.key.hasPrefix("PYTHON") }
-        let python = try PipedProcess(debianPython, [script.path], environment: environment)
-        defer { python.terminate() }
+        let python = try await Spawned(debianPython, [script.path], input: nil, environment: environment, leadsProcessGroup: true,
+                                       pipesOutput: true)
+        defer { python.signal(SIGKILL) }
         #expect(await python.waitForOutput(timeout: 30) { $0 == "signed in as alice@example.org\n" }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
         // Nobody started serve but the listener's proxy: the bus did, on its call.
         let owner = try await session.scenario.gdbus("call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
@@ -292,7 +293,7 @@ struct ReadmeTests {
         #expect(await python.waitForOutput(timeout: 30) { $0.hasSuffix("signed out\n") }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
         try await session.signIn("bob@example.org")
         #expect(await python.waitForOutput(timeout: 30) { $0.hasSuffix("signed in as bob@example.org\n") }, "stdout: \(python.stdout)\nstderr: \(python.stderr)")
-        #expect(python.isRunning, "the listener stopped or complained: \(python.stderr)")
+        #expect(!python.hasEnded, "the listener stopped or complained: \(python.stderr)")
         #expect(python.stderr.isEmpty, "the listener stopped or complained: \(python.stderr)")
     }
 
@@ -400,58 +401,5 @@ struct ReadmeTests {
                 #expect(listed.contains(folder + "/" + entry), "README.md Layout: \(folder)/\(entry)/ is not listed")
             }
         }
-    }
-}
-
-/// A program whose stdout and stderr are pipes (as under a pipeline or a systemd unit), read as
-/// they arrive.
-final class PipedProcess: @unchecked Sendable {
-    // Sendable: `process` is set once and only asked isRunning and terminate; the output is behind a mutex.
-    private let process: Process
-    private final class Collected: Sendable {
-        let text = Mutex<(stdout: String, stderr: String)>(("", ""))
-    }
-    private let output = Collected()
-
-    init(_ path: String, _ arguments: [String], environment: [String: String]) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        for (pipe, isError) in [(stdout, false), (stderr, true)] {
-            let handle = pipe.fileHandleForReading
-            Thread.detachNewThread { [output] in
-                while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { return }
-                    let text = String(decoding: chunk, as: UTF8.self)
-                    output.text.withLock { if isError { $0.stderr += text } else { $0.stdout += text } }
-                }
-            }
-        }
-    }
-
-    var stdout: String { output.text.withLock { $0.stdout } }
-    var stderr: String { output.text.withLock { $0.stderr } }
-    var isRunning: Bool { process.isRunning }
-
-    /// Kills the process and waits for it. SIGKILL, not Foundation's SIGTERM: the child inherits
-    /// this test process's blocked signals, SIGTERM among them, so a SIGTERM would stay pending
-    /// and the listener would outlive the test.
-    func terminate() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// Waits until stdout satisfies `condition`, at most `timeout` seconds; returns whether it did.
-    func waitForOutput(timeout: Double, _ condition: (String) -> Bool) async -> Bool {
-        await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) { condition(stdout) }
     }
 }

@@ -16,7 +16,7 @@ struct SecretServiceCallerTests {
     /// that bus.
     struct StandIn {
         let sandbox: DesktopSandbox
-        let service: PipedProcess
+        let service: Spawned
         var scenario: Scenario
 
         init(refusals: Int, of method: String = "SearchItems", text: String? = nil) async throws {
@@ -24,7 +24,8 @@ struct SecretServiceCallerTests {
             try await scenario.authctl("sign-in", "alice", "--password-stdin", stdin: "pw").expect(0)
             sandbox = try await DesktopSandbox.started(keyring: false)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/secret_service_stand_in.py")
-            service = try PipedProcess(debianPython, [script.path, sandbox.busAddress, String(refusals), method] + (text.map { [$0] } ?? []), environment: [:])
+            service = try await Spawned(debianPython, [script.path, sandbox.busAddress, String(refusals), method] + (text.map { [$0] } ?? []),
+                                        input: nil, environment: [:], leadsProcessGroup: true, pipesOutput: true)
             let ready = await service.waitForOutput(timeout: 20) { $0.hasPrefix("ready\n") }
             #expect(ready, "the stand-in did not start: \(service.stdout) \(service.stderr)")
             scenario.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = sandbox.busAddress
@@ -48,7 +49,8 @@ struct SecretServiceCallerTests {
         }
 
         func stop() async {
-            service.terminate()
+            service.signal(SIGKILL)
+            _ = await service.wait(timeout: 10)
             await sandbox.stop()
         }
     }

@@ -63,19 +63,15 @@ struct SetupAndSignInRaceTests {
     func redirectPortInUse() async throws {
         let provider = try await IdentityProvider()
         // Another program holds 127.0.0.1:PORT (a second sign-in, a local web server).
-        let squatter = Process()
-        squatter.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        squatter.arguments = ["python3", "-c", """
+        let squatter = try await Spawned("/usr/bin/env", ["python3", "-c", """
             import socket, sys, time
             s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
             print(s.getsockname()[1], flush=True); time.sleep(120)
-            """]
-        let pipe = Pipe()
-        squatter.standardOutput = pipe
-        try squatter.run()
-        defer { squatter.terminate() }
-        let port = try #require(String(data: pipe.fileHandleForReading.availableData, encoding: .utf8)?
-            .trimmingCharacters(in: .whitespacesAndNewlines))
+            """], input: nil, environment: ProcessInfo.processInfo.environment, leadsProcessGroup: true)
+        defer { squatter.signal(SIGTERM) }
+        _ = await squatter.waitForOutput(timeout: 30) { $0.contains("\n") || squatter.hasEnded }
+        let port = try #require(squatter.stdout.split(separator: "\n").first.map(String.init),
+                                "the squatter did not say its port: \(squatter.stderr)")
         var scenario = try await Scenario()
         let bound = try await scenario.authctl(["server", "set", provider.issuer, "--protocol", "oidc", "--client-id",
                                                 IdentityProvider.browserClientID, "--redirect-port", port])

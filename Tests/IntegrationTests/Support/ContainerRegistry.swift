@@ -35,16 +35,13 @@ final class ContainerRegistry: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("container_registry.py").path
         _ = try which("docker-registry", package: "docker-registry")
-        let errors = folder.appendingPathComponent("stderr.txt")
-        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         let folder = folder
         // Python with `cryptography` (the provider's environment): the start is slow, so it takes a slot.
         server = try await ServerProcess("container registry", executable: try IdentityProvider.python(),
                                          arguments: [script, "--dir", folder.path, "--userinfo", userinfo] + seeds.flatMap { ["--seed", $0] },
-                                         standardError: try FileHandle(forWritingTo: errors), within: .seconds(60), slow: true) {
-            let said = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+                                         within: .seconds(60), slow: true) {
             let registry = (try? String(contentsOf: folder.appendingPathComponent("registry.log"), encoding: .utf8)) ?? ""
-            return String(said.suffix(2000)) + (registry.isEmpty ? "" : "\nregistry.log:\n" + String(registry.suffix(2000)))
+            return registry.isEmpty ? "" : "registry.log:\n" + String(registry.suffix(2000))
         }
         // Written before `listening`, so it is there now.
         let written = try String(contentsOf: folder.appendingPathComponent("token-port"), encoding: .utf8)

@@ -176,13 +176,18 @@ func which(_ name: String, package: String) throws -> String {
 
 /// A program started through swift-subprocess, which gives it an empty signal mask and
 /// default signal actions (as a shell does), with its output in temporary files so no pipe
-/// can fill up.
+/// can fill up, or in pipes read as they arrive. Only the program itself is waited for: a
+/// helper it leaves behind, holding its output open, keeps nobody waiting.
 final class Spawned: Sendable {
     let pid: pid_t
     /// Whether the program leads a process group of its own, whose pgid is its pid.
     let leadsProcessGroup: Bool
     private let task: Task<Int32, Never>
     private let outputs: URL
+    /// What the program wrote to its pipes, when its output goes to pipes.
+    private let piped: Piped?
+    /// The end of the program's stdin pipe that this side holds open, until ``closeInput()``.
+    private let heldInput: Mutex<FileDescriptor?>
     private let started = Date()
     /// Set once swift-subprocess has reaped the program: its pid may then be another process's
     /// (pids wrap at 32768, and a suite starts thousands), which a late signal must not hit.
@@ -192,12 +197,18 @@ final class Spawned: Sendable {
         let value = Atomic<Bool>(false)
     }
 
+    private final class Piped: Sendable {
+        let bytes = Mutex<(stdout: [UInt8], stderr: [UInt8])>(([], []))
+    }
+
     /// Starts `path`; `input` is fed on stdin (or /dev/null when `nil`). With `terminal`, that
     /// descriptor (a pseudo-terminal) is stdin, stdout and stderr instead. With
     /// `leadsProcessGroup`, the program starts a process group of its own, which a timeout kills
-    /// whole.
+    /// whole. With `holdsInputOpen`, stdin is a pipe that stays open until ``closeInput()`` or
+    /// ``stop()`` (the test servers end when it closes). With `pipesOutput`, stdout and stderr
+    /// are pipes, as under a pipeline or a systemd unit, which are read as they arrive.
     init(_ path: String, _ arguments: [String], input: [UInt8]?, environment: [String: String], terminal: Int32? = nil,
-         leadsProcessGroup: Bool = false) async throws {
+         leadsProcessGroup: Bool = false, holdsInputOpen: Bool = false, pipesOutput: Bool = false) async throws {
         outputs = FileManager.default.temporaryDirectory.appendingPathComponent("authctl-run-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
         self.leadsProcessGroup = leadsProcessGroup
@@ -205,34 +216,80 @@ final class Spawned: Sendable {
             executable: .path(FilePath(path)), arguments: Arguments(arguments),
             environment: .custom(Dictionary(uniqueKeysWithValues: environment.map { (Environment.Key(stringLiteral: $0.key), $0.value) })))
         if leadsProcessGroup { configuration.platformOptions.processGroupID = 0 }
+        // The child's ends: a terminal stays open here, every other end is the child's alone.
+        let childInput: FileDescriptor?, childOutput: FileDescriptor, childError: FileDescriptor
+        var ownEnds: (input: FileDescriptor?, output: FileDescriptor?, error: FileDescriptor?) = (nil, nil, nil)
         if let terminal {
-            let descriptor = FileDescriptor(rawValue: terminal)
-            (pid, task) = try await Self.launch(configuration, reaped: reaped, input: FileDescriptorInput.fileDescriptor(descriptor, closeAfterSpawningProcess: false),
-                                                output: .fileDescriptor(descriptor, closeAfterSpawningProcess: false),
-                                                error: .fileDescriptor(descriptor, closeAfterSpawningProcess: false))
-            return
+            (childInput, childOutput, childError) = (FileDescriptor(rawValue: terminal), FileDescriptor(rawValue: terminal),
+                                                     FileDescriptor(rawValue: terminal))
+        } else {
+            if input != nil || holdsInputOpen {
+                let ends = try FileDescriptor.pipe(options: .closeOnExec)
+                (childInput, ownEnds.input) = (ends.readEnd, ends.writeEnd)
+            } else {
+                childInput = nil
+            }
+            if pipesOutput {
+                let output = try FileDescriptor.pipe(options: .closeOnExec)
+                let error = try FileDescriptor.pipe(options: .closeOnExec)
+                (childOutput, ownEnds.output, childError, ownEnds.error) = (output.writeEnd, output.readEnd, error.writeEnd, error.readEnd)
+            } else {
+                childOutput = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stdout").path), .writeOnly,
+                                                      options: [.create, .closeOnExec], permissions: .ownerReadWrite)
+                childError = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stderr").path), .writeOnly,
+                                                     options: [.create, .closeOnExec], permissions: .ownerReadWrite)
+            }
         }
-        let stdoutFile = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stdout").path), .writeOnly,
-                                                 options: [.create, .closeOnExec], permissions: .ownerReadWrite)
-        let stderrFile = try FileDescriptor.open(FilePath(outputs.appendingPathComponent("stderr").path), .writeOnly,
-                                                 options: [.create, .closeOnExec], permissions: .ownerReadWrite)
-        guard let input else {
-            (pid, task) = try await Self.launch(configuration, reaped: reaped, input: NoInput.none,
-                                                output: .fileDescriptor(stdoutFile, closeAfterSpawningProcess: true),
-                                                error: .fileDescriptor(stderrFile, closeAfterSpawningProcess: true))
-            return
+        let closeAfterSpawning = terminal == nil
+        do {
+            if let childInput {
+                (pid, task) = try await Self.launch(configuration, reaped: reaped,
+                                                    input: FileDescriptorInput.fileDescriptor(childInput, closeAfterSpawningProcess: closeAfterSpawning),
+                                                    output: .fileDescriptor(childOutput, closeAfterSpawningProcess: closeAfterSpawning),
+                                                    error: .fileDescriptor(childError, closeAfterSpawningProcess: closeAfterSpawning))
+            } else {
+                (pid, task) = try await Self.launch(configuration, reaped: reaped, input: NoInput.none,
+                                                    output: .fileDescriptor(childOutput, closeAfterSpawningProcess: closeAfterSpawning),
+                                                    error: .fileDescriptor(childError, closeAfterSpawningProcess: closeAfterSpawning))
+            }
+        } catch {
+            for end in [ownEnds.input, ownEnds.output, ownEnds.error] { try? end?.close() }
+            throw error
         }
-        let ends = try FileDescriptor.pipe(options: .closeOnExec)
-        (pid, task) = try await Self.launch(configuration, reaped: reaped,
-                                            input: FileDescriptorInput.fileDescriptor(ends.readEnd, closeAfterSpawningProcess: true),
-                                            output: .fileDescriptor(stdoutFile, closeAfterSpawningProcess: true),
-                                            error: .fileDescriptor(stderrFile, closeAfterSpawningProcess: true))
-        // Fed from another thread: a child that exits early must not block the test.
-        let writer = ends.writeEnd
-        DispatchQueue.global().async {
-            Glibc.signal(SIGPIPE, SIG_IGN)
-            _ = try? writer.writeAll(input)
-            try? writer.close()
+        if let output = ownEnds.output, let error = ownEnds.error {
+            let piped = Piped()
+            Self.read(output, into: piped, isError: false)
+            Self.read(error, into: piped, isError: true)
+            self.piped = piped
+        } else {
+            piped = nil
+        }
+        if holdsInputOpen {
+            heldInput = Mutex(ownEnds.input)
+        } else {
+            heldInput = Mutex(nil)
+            if let writer = ownEnds.input, let input {
+                // Fed from another thread: a child that exits early must not block the test.
+                DispatchQueue.global().async {
+                    Glibc.signal(SIGPIPE, SIG_IGN)
+                    _ = try? writer.writeAll(input)
+                    try? writer.close()
+                }
+            }
+        }
+    }
+
+    /// Appends what `descriptor` delivers to `piped` on a thread of its own, which closes it at
+    /// its end: the end of the last writer, the program or a helper it left behind.
+    private static func read(_ descriptor: FileDescriptor, into piped: Piped, isError: Bool) {
+        Thread.detachNewThread {
+            defer { try? descriptor.close() }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = (try? chunk.withUnsafeMutableBytes { try descriptor.read(into: $0) }) ?? 0
+                if count == 0 { return }
+                piped.bytes.withLock { if isError { $0.stderr += chunk[..<count] } else { $0.stdout += chunk[..<count] } }
+            }
         }
     }
 
@@ -268,10 +325,46 @@ final class Spawned: Sendable {
         throw failure.value.withLock { $0 } ?? AuthError.unavailable("\(configuration.executable) did not start")
     }
 
-    deinit { try? FileManager.default.removeItem(at: outputs) }
+    deinit {
+        closeInput()
+        try? FileManager.default.removeItem(at: outputs)
+    }
 
-    var stdout: String { (try? String(contentsOf: outputs.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOf: outputs.appendingPathComponent("stderr"), encoding: .utf8)) ?? "" }
+    var stdout: String {
+        if let piped { return String(decoding: piped.bytes.withLock { $0.stdout }, as: UTF8.self) }
+        return (try? String(contentsOf: outputs.appendingPathComponent("stdout"), encoding: .utf8)) ?? ""
+    }
+
+    var stderr: String {
+        if let piped { return String(decoding: piped.bytes.withLock { $0.stderr }, as: UTF8.self) }
+        return (try? String(contentsOf: outputs.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
+    }
+
+    /// Closes the end of stdin held open (see `holdsInputOpen`), if it still is.
+    func closeInput() {
+        let end = heldInput.withLock { end -> FileDescriptor? in
+            defer { end = nil }
+            return end
+        }
+        try? end?.close()
+    }
+
+    /// Writes `bytes` to the stdin held open (see `holdsInputOpen`); throws once it is closed.
+    func write(_ bytes: [UInt8]) throws {
+        try heldInput.withLock { end in
+            guard let end else { throw Errno.badFileDescriptor }
+            // The program may be gone: a write to its closed pipe is an error here, not a SIGPIPE.
+            Glibc.signal(SIGPIPE, SIG_IGN)
+            _ = try end.writeAll(bytes)
+        }
+    }
+
+    /// Closes stdin, which ends a program that reads it to its end (the test servers), and sends
+    /// SIGTERM to one that does not. Returns at once.
+    func stop() {
+        closeInput()
+        signal(SIGTERM)
+    }
 
     /// Whether the program has ended and been reaped.
     var hasEnded: Bool { reaped.value.load(ordering: .acquiring) }
@@ -298,10 +391,13 @@ final class Spawned: Sendable {
 
     /// Waits until stdout holds `count` lines (or the program ends), at most `timeout` seconds.
     func waitForLines(_ count: Int, timeout: Double = 30) async -> [String] {
-        _ = await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) {
-            stdout.split(separator: "\n").count >= count
-        }
+        _ = await waitForOutput(timeout: timeout) { $0.split(separator: "\n").count >= count }
         return stdout.split(separator: "\n").map(String.init)
+    }
+
+    /// Waits until stdout satisfies `condition`, at most `timeout` seconds; returns whether it did.
+    func waitForOutput(timeout: Double, _ condition: (String) -> Bool) async -> Bool {
+        await eventually(within: .seconds(timeout), pollingEvery: .milliseconds(5)) { condition(stdout) }
     }
 }
 

@@ -2,7 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 import TestSupport
 import Testing
 
@@ -77,12 +76,8 @@ final class IdentityProvider: Sendable {
         if !issParameter { arguments.append("--no-iss-parameter") }
         if completeDiscovery { arguments.append("--complete-discovery") }
 
-        let errors = folder.appendingPathComponent("stderr.txt")
-        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         server = try await ServerProcess("identity provider", executable: try Self.python(), arguments: arguments,
-                                         standardError: try FileHandle(forWritingTo: errors), within: .seconds(60), slow: true) {
-            String(((try? String(contentsOf: errors, encoding: .utf8)) ?? "").suffix(2000))
-        }
+                                         within: .seconds(60), slow: true)
     }
 
     deinit {
@@ -194,22 +189,19 @@ final class IdentityProvider: Sendable {
     func approveDevice(verificationURI: String, userCode: String?, person: Person = ada,
                        decision: Decision = .approve) async throws -> (decided: Bool, outcome: [String: Any]) {
         let result = folder.appendingPathComponent("device-\(UUID().uuidString).json")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.python())
-        process.arguments = [Self.directory.appendingPathComponent("device_stand_in.py").path, verificationURI] + (userCode.map { [$0] } ?? [])
-        process.environment = ProcessInfo.processInfo.environment.merging(
-            ["IDP_USER": person.userName, "IDP_PASSWORD": Self.password, "IDP_DECISION": decision.rawValue, "IDP_RESULT": result.path]) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        let ended = Mutex(false)
-        process.terminationHandler = { _ in ended.withLock { $0 = true } }
-        try process.run()
-        guard await eventually(within: .seconds(60), { ended.withLock { $0 } }) else {
-            process.terminate()
-            Issue.record("the device stand-in did not finish within 60 s")
+        let process = try await Spawned(
+            try Self.python(), [Self.directory.appendingPathComponent("device_stand_in.py").path, verificationURI] + (userCode.map { [$0] } ?? []),
+            input: nil, environment: ProcessInfo.processInfo.environment.merging(
+                ["IDP_USER": person.userName, "IDP_PASSWORD": Self.password, "IDP_DECISION": decision.rawValue, "IDP_RESULT": result.path]) { $1 },
+            leadsProcessGroup: true)
+        guard await eventually(within: .seconds(60), { process.hasEnded }) else {
+            process.signal(SIGTERM)
+            Issue.record("the device stand-in did not finish within 60 s: \(process.stderr)")
             throw CocoaError(.fileReadUnknown)
         }
-        let outcome = Self.standInOutcome(at: result) ?? ["error": "the device stand-in wrote no outcome"]
-        return (process.terminationStatus == 0, outcome)
+        let run = await process.wait(timeout: 10)
+        let outcome = Self.standInOutcome(at: result) ?? ["error": "the device stand-in wrote no outcome: \(run.stderr)"]
+        return (run.status == 0, outcome)
     }
 
     // MARK: Installation

@@ -35,14 +35,10 @@ final class KubeAPIServer: Sendable {
         if let issuer { arguments += ["--issuer", issuer, "--jwks", jwks ?? "\(issuer)/.well-known/jwks.json", "--audience", audience] }
         if let userinfo { arguments += ["--userinfo", userinfo] }
         arguments += namespaces.flatMap { ["--namespace", $0] }
-        let errors = folder.appendingPathComponent("stderr.txt")
-        guard FileManager.default.createFile(atPath: errors.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         // The identity provider's Python: the server needs `cryptography` for its certificates and
         // the ID tokens' signatures.
         server = try await ServerProcess("Kubernetes API server", executable: try IdentityProvider.python(), arguments: arguments,
-                                         standardError: try FileHandle(forWritingTo: errors), within: .seconds(30), slow: true) {
-            String(((try? String(contentsOf: errors, encoding: .utf8)) ?? "").suffix(2000))
-        }
+                                         within: .seconds(30), slow: true)
     }
 
     /// A server that accepts `provider`'s ID tokens for `audience` and, with `accessTokens`, its

@@ -1,6 +1,5 @@
 import DesktopSandbox
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 #if canImport(Glibc)
@@ -10,19 +9,11 @@ import Glibc
 /// One program of notification_peers.py, running for a test: it prints `ready …` once connected
 /// and ends when its standard input closes, so a test that dies (SIGKILL included) leaves none
 /// behind. Orders go to its standard input, one a line; it confirms each on stdout.
-final class PeerProcess: @unchecked Sendable {
-    // Sendable: `process` and `input` are set once; `process` is only asked isRunning and its
-    // pid, the input is written behind a mutex, and the output is behind one.
+final class PeerProcess: Sendable {
     let command: String
     /// The words after `ready` on its first line.
     let readyWords: [String]
-    private let process: Process
-    private let input: Mutex<FileHandle?>
-    private let output: Collected
-
-    private final class Collected: Sendable {
-        let text = Mutex<(stdout: String, stderr: String)>(("", ""))
-    }
+    private let process: Spawned
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("notification_peers.py").path
 
@@ -30,51 +21,25 @@ final class PeerProcess: @unchecked Sendable {
     /// `ready`, at most `limit` later.
     init(_ command: String, bus: String, _ arguments: [String], within limit: Duration = .seconds(30)) async throws {
         self.command = command
-        let process = Process()
-        self.process = process
-        process.executableURL = URL(fileURLWithPath: debianPython)
-        process.arguments = [Self.script, command, "--bus", bus] + arguments
         var environment = ProcessInfo.processInfo.environment
         for key in ["DISPLAY", "WAYLAND_DISPLAY"] { environment.removeValue(forKey: key) }
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus
-        process.environment = environment
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let collected = Collected()
-        for (pipe, isError) in [(stdout, false), (stderr, true)] {
-            let handle = pipe.fileHandleForReading
-            Thread.detachNewThread {
-                while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { return }
-                    let text = String(decoding: chunk, as: UTF8.self)
-                    collected.text.withLock { if isError { $0.stderr += text } else { $0.stdout += text } }
-                }
-            }
-        }
-        let firstLine = { collected.text.withLock { PeerProcess.completeLines($0.stdout).first } }
-        _ = await eventually(within: limit, pollingEvery: .milliseconds(10)) { firstLine() != nil || !process.isRunning }
+        let process = try await Spawned(debianPython, [Self.script, command, "--bus", bus] + arguments, input: nil, environment: environment,
+                                        leadsProcessGroup: true, holdsInputOpen: true, pipesOutput: true)
+        self.process = process
+        let firstLine = { PeerProcess.completeLines(process.stdout).first }
+        _ = await eventually(within: limit, pollingEvery: .milliseconds(10)) { firstLine() != nil || process.hasEnded }
         guard let first = firstLine(), first == "ready" || first.hasPrefix("ready ") else {
-            try? stdin.fileHandleForWriting.close()
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            let (said, complained) = collected.text.withLock { $0 }
-            Issue.record("notification_peers.py \(command) did not start within \(limit): \(said)\n\(complained)")
+            process.closeInput()
+            process.signal(SIGKILL)
+            Issue.record("notification_peers.py \(command) did not start within \(limit): \(process.stdout)\n\(process.stderr)")
             throw CocoaError(.fileReadUnknown)
         }
         readyWords = first.split(separator: " ").dropFirst().map(String.init)
-        input = Mutex(stdin.fileHandleForWriting)
-        output = collected
     }
 
-    deinit { closeInput() }
-
-    var stdout: String { output.text.withLock { $0.stdout } }
-    var stderr: String { output.text.withLock { $0.stderr } }
+    var stdout: String { process.stdout }
+    var stderr: String { process.stderr }
     /// The complete lines of stdout so far.
     var lines: [String] { Self.completeLines(stdout) }
 
@@ -82,8 +47,8 @@ final class PeerProcess: @unchecked Sendable {
         text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
     }
 
-    var isRunning: Bool { process.isRunning }
-    var processID: Int32 { process.processIdentifier }
+    var isRunning: Bool { !process.hasEnded }
+    var processID: Int32 { process.pid }
 
     /// The first line after the `ready` one that satisfies `condition`, once printed, at most
     /// `limit` later.
@@ -99,12 +64,7 @@ final class PeerProcess: @unchecked Sendable {
     /// Sends one order and waits for the line that confirms it (the `confirmation` prefix).
     func order(_ text: String, confirmedBy confirmation: String, within limit: Duration = .seconds(20)) async throws {
         let before = lines.count
-        try input.withLock { handle in
-            guard let handle else { throw CocoaError(.fileWriteUnknown) }
-            // The peer may be gone: a write to its closed pipe is an error here, not a SIGPIPE.
-            Glibc.signal(SIGPIPE, SIG_IGN)
-            try handle.write(contentsOf: Data((text + "\n").utf8))
-        }
+        try process.write(Array((text + "\n").utf8))
         let confirmed = await eventually(within: limit, pollingEvery: .milliseconds(5)) {
             lines.dropFirst(before).contains { $0.hasPrefix(confirmation) }
         }
@@ -118,21 +78,15 @@ final class PeerProcess: @unchecked Sendable {
     /// `grace` (the dunst launcher stops dunst and Xvfb first, within a few seconds).
     func stop(grace: Duration = .seconds(10)) async {
         closeInput()
-        guard await !eventually(within: grace, { !process.isRunning }) else { return }
+        guard await !eventually(within: grace, { process.hasEnded }) else { return }
         // One that did not end when its input closed is stuck; the dunst launcher's daemons still
         // get their SIGTERM (PR_SET_PDEATHSIG).
-        kill(process.processIdentifier, SIGKILL)
-        _ = await eventually(within: .seconds(5)) { !process.isRunning }
+        process.signal(SIGKILL)
+        _ = await process.wait(timeout: 5)
     }
 
     /// Closes its standard input without waiting.
-    func closeInput() {
-        let handle = input.withLock { handle -> FileHandle? in
-            defer { handle = nil }
-            return handle
-        }
-        try? handle?.close()
-    }
+    func closeInput() { process.closeInput() }
 }
 
 /// A JSON value of a message logged by notification_peers.py.

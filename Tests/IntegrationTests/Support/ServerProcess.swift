@@ -1,30 +1,6 @@
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
-
-/// The first line `process` prints on `stdout` (without its newline), once printed, at most
-/// `limit` later; what it printed so far when it ends or the time runs out first. The output is
-/// read on a thread of its own, which ends with it. The test servers print `listening PORT` there
-/// once they accept connections.
-func firstLine(of process: Process, printedTo stdout: Pipe, within limit: Duration) async -> String {
-    let printed = Printed()
-    let reader = stdout.fileHandleForReading
-    Thread.detachNewThread {
-        while true {
-            let chunk = reader.availableData
-            if chunk.isEmpty { return }
-            printed.data.withLock { $0 += chunk }
-        }
-    }
-    _ = await eventually(within: limit) { printed.data.withLock { $0.contains(UInt8(ascii: "\n")) } || !process.isRunning }
-    return String(decoding: printed.data.withLock { $0.prefix { $0 != UInt8(ascii: "\n") } }, as: UTF8.self)
-}
-
-/// What a process printed so far, filled by the thread that reads it.
-private final class Printed: Sendable {
-    let data = Mutex(Data())
-}
 
 /// The Python test servers that import Django or `cryptography` take a second or two of CPU to
 /// start; a dozen tests starting theirs at once on two cores made each wait half a minute. At
@@ -51,36 +27,35 @@ actor ServerStarts {
 /// A test server in a process of its own, as the test servers beside this file run: it prints
 /// `listening PORT` once it accepts connections and ends when its standard input closes, so a
 /// test that dies leaves nothing behind.
-final class ServerProcess: @unchecked Sendable {
-    // Sendable: every property is set in init and never changes; `Process` is thread-safe
-    // for `terminate` and the pipe is only closed in `stop`.
+final class ServerProcess: Sendable {
     let port: Int
-    private let process: Process
-    private let stdin: Pipe
+    private let process: Spawned
 
-    /// Starts `executable` with `arguments` and returns once it said its port, at most `limit`
-    /// later; `name` names it in the failure, with `diagnostics()` (its stderr, say). With
-    /// `slow`, it starts in one of ``ServerStarts``'s slots.
-    init(_ name: String, executable: String, arguments: [String], standardError: FileHandle? = nil, within limit: Duration,
-         slow: Bool = false, diagnostics: () -> String = { "" }) async throws {
-        let process = Process()
-        self.process = process
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        if let standardError { process.standardError = standardError }
-        let start = { @Sendable () async throws -> String in
-            try process.run()
-            return await firstLine(of: process, printedTo: stdout, within: limit)
+    /// Starts `executable` with `arguments` (in this process's environment, in a process group of
+    /// its own) and returns once it said its port, at most `limit` later; `name` names it in the
+    /// failure, with its stderr and `diagnostics()` (a log of its own, say). With `slow`, it
+    /// starts in one of ``ServerStarts``'s slots.
+    init(_ name: String, executable: String, arguments: [String], within limit: Duration, slow: Bool = false,
+         diagnostics: () -> String = { "" }) async throws {
+        let start = { @Sendable () async throws -> Spawned in
+            let process = try await Spawned(executable, arguments, input: nil, environment: ProcessInfo.processInfo.environment,
+                                            leadsProcessGroup: true, holdsInputOpen: true)
+            _ = await eventually(within: limit) { process.stdout.contains("\n") || process.hasEnded }
+            return process
         }
-        let text = slow ? try await ServerStarts.shared.one(start) : try await start()
-        guard text.hasPrefix("listening "), let port = Int(text.dropFirst("listening ".count)) else {
-            if process.isRunning { process.terminate() }
+        let process = slow ? try await ServerStarts.shared.one(start) : try await start()
+        self.process = process
+        let line = process.stdout.prefix { $0 != "\n" }
+        guard line.hasPrefix("listening "), let port = Int(line.dropFirst("listening ".count)) else {
+            let ended = process.hasEnded
+            process.stop()
+            let run = await process.wait(timeout: 10)
             let said = diagnostics()
-            Issue.record("the \(name) did not start within \(limit.components.seconds) s: \(text)\(said.isEmpty ? "" : "\n" + said)")
+            Issue.record("""
+                the \(name) \(ended ? "ended (exit \(run.status))" : "did not start within \(limit.components.seconds) s") \
+                before it said its port: \(run.stdout)
+                \(String(run.stderr.suffix(2000)))\(said.isEmpty ? "" : "\n" + said)
+                """)
             throw CocoaError(.fileReadUnknown)
         }
         self.port = port
@@ -89,8 +64,5 @@ final class ServerProcess: @unchecked Sendable {
     deinit { stop() }
 
     /// Closes the server's standard input, which ends it, and stops it if it still runs.
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-    }
+    func stop() { process.stop() }
 }
