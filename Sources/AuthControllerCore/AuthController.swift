@@ -33,9 +33,9 @@ public final class AuthController: Sendable {
     let broadcaster: any EventBroadcaster
     let observers: [any LoginEventObserver]
     let clock: @Sendable () -> UInt64
-    // A list, not a dictionary keyed by id: destroying a `[Int: …]`, even an empty one, makes the
-    // runtime check that `Int` is `Hashable` — a scan of every protocol-conformance record in the
-    // binary — when a command's controller goes away.
+    // A list, not a dictionary keyed by id: destroying even an empty `[Int: …]` costs every
+    // command a conformance scan when its controller goes away (README, Performance, the start-up
+    // rules).
     let subscribers = Mutex<(next: Int, continuations: [(id: Int, continuation: AsyncStream<LoginEvent>.Continuation)])>((0, []))
     /// Makes the token client of a binding (bound services only).
     let tokenClients: @Sendable (ServerBinding) -> any TokenClient

@@ -36,23 +36,23 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
     case settingsUnsafe(Message)
 
     /// ``notSignedIn(_:)`` with a message of plain text.
-    public static func notSignedIn(_ text: String) -> AuthError { .notSignedIn(Message(text)) }
+    package static func notSignedIn(_ text: String) -> AuthError { .notSignedIn(Message(text)) }
     /// ``usage(_:)`` with a message of plain text.
-    public static func usage(_ text: String) -> AuthError { .usage(Message(text)) }
+    package static func usage(_ text: String) -> AuthError { .usage(Message(text)) }
     /// ``invalidInput(_:)`` with a message of plain text.
-    public static func invalidInput(_ text: String) -> AuthError { .invalidInput(Message(text)) }
+    package static func invalidInput(_ text: String) -> AuthError { .invalidInput(Message(text)) }
     /// ``unavailable(_:detail:)`` with a message of plain text.
-    public static func unavailable(_ text: String, detail: String? = nil) -> AuthError { .unavailable(Message(text), detail: detail) }
+    package static func unavailable(_ text: String, detail: String? = nil) -> AuthError { .unavailable(Message(text), detail: detail) }
     /// ``settingsIO(_:)`` with a message of plain text.
-    public static func settingsIO(_ text: String) -> AuthError { .settingsIO(Message(text)) }
+    package static func settingsIO(_ text: String) -> AuthError { .settingsIO(Message(text)) }
     /// ``temporaryFailure(_:detail:)`` with a message of plain text.
-    public static func temporaryFailure(_ text: String, detail: String? = nil) -> AuthError { .temporaryFailure(Message(text), detail: detail) }
+    package static func temporaryFailure(_ text: String, detail: String? = nil) -> AuthError { .temporaryFailure(Message(text), detail: detail) }
     /// ``protocolError(_:)`` with a message of plain text.
-    public static func protocolError(_ text: String) -> AuthError { .protocolError(Message(text)) }
+    package static func protocolError(_ text: String) -> AuthError { .protocolError(Message(text)) }
     /// ``denied(_:)`` with a message of plain text.
-    public static func denied(_ text: String) -> AuthError { .denied(Message(text)) }
+    package static func denied(_ text: String) -> AuthError { .denied(Message(text)) }
     /// ``settingsUnsafe(_:)`` with a message of plain text.
-    public static func settingsUnsafe(_ text: String) -> AuthError { .settingsUnsafe(Message(text)) }
+    package static func settingsUnsafe(_ text: String) -> AuthError { .settingsUnsafe(Message(text)) }
 
     /// The process exit status for this error's family: 1 for nobody signed in, otherwise the
     /// code of sysexits.h (64 usage, 65 data, 69 unavailable, 74 I/O, 75 temporary failure,

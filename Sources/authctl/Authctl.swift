@@ -14,9 +14,7 @@ struct Authctl: AsyncParsableCommand {
             78 settings corrupt or unsafe.
             """,
         version: AuthController.version,
-        // Every command names itself (`commandName:`): a name derived from the type goes through
-        // `String(describing:)` of the type, whose dynamic casts scan every protocol-conformance
-        // record in the binary, about 0.7 M instructions a command at each start.
+        // Every command names itself (`commandName:`): README, Performance, the start-up rules.
         subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self, GitCredential.self,
                       KubeCredential.self, DockerCredential.self,
                       Server.self, Watch.self, Serve.self, Sandbox.self, DoctorCommand.self]

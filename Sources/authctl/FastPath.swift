@@ -95,10 +95,8 @@ enum FastPath {
 
     /// The flags `command` takes, when it is one of the commands this path reads.
     ///
-    /// A `switch` and arrays, not a dictionary of sets: a `Set<String>` or `[String: …]` makes the
-    /// runtime check at first use that `String` is `Hashable`, a scan of every protocol-conformance
-    /// record in the binary (about 0.3 M instructions, a twentieth of what `status` runs); six
-    /// commands and six flags need no hashing.
+    /// A `switch` and arrays, not a dictionary of sets (README, Performance, the start-up rules):
+    /// six commands and six flags need no hashing.
     private static func flags(of command: String) -> [String]? {
         switch command {
         case "status": ["--json", "--quiet", "-q"]

@@ -45,8 +45,8 @@ extension BusMessage {
     /// Returns `nil` when an argument cannot be sent as D-Bus text (it contains a NUL).
     static func methodCall(serial: UInt32, destination: String?, path: String, interface: String, member: String,
                            arguments: [Argument]) -> [UInt8]? {
-        // Plain loops here and below: `status` runs this, and generic helpers such as `joined()`
-        // make the runtime look up conformances at first use (a fifth of the call's cost).
+        // Plain loops here and below (README, Performance, the start-up rules): generic helpers
+        // such as `joined()` made a fifth of the call's cost.
         var texts = [destination ?? "", path, interface, member]
         var body = WireWriter()
         var signature = ""

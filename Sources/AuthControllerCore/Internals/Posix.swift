@@ -59,9 +59,8 @@ package enum Posix {
     /// What is at `path`, the link itself for a symbolic link; `nil` when nothing is there.
     /// The corresponding C function is `lstat`.
     static func lstatus(_ path: String) throws(Errno) -> FileStatus? {
-        // The C function, not swift-system's `FilePath.stat`: that one has the runtime check, at
-        // its first call, that `Errno` is an `Error` — a scan of every protocol-conformance record
-        // in the binary, in the start-up of every command (the settings directory is checked first).
+        // The C function, not swift-system's `FilePath.stat` (README, Performance, the start-up
+        // rules): the settings directory is checked first, in every command.
         var status = stat()
         do {
             try check { Glibc.lstat(path, &status) }

@@ -20,9 +20,8 @@ final class SessionBus: Sendable {
 
     private init(address: String?) { self.address = address }
 
-    // A list, not a dictionary keyed by address: a process talks to one bus, two at most, and a
-    // `[String: …]` makes the runtime check at its first use that `String` is `Hashable` — a scan
-    // of every protocol-conformance record in the binary, in every command's start-up.
+    // A list, not a dictionary keyed by address: a process talks to one bus, two at most (README,
+    // Performance, the start-up rules).
     private static let sessions = Mutex<[SessionBus]>([])
 
     /// The process's one session for `address`, so that every store and broadcaster of a

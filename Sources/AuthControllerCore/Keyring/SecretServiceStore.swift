@@ -21,7 +21,7 @@
 /// environment.
 ///
 /// Every call runs with its own deadline; a call that may show the unlock prompt gets
-/// ``promptTimeout``, any other ``callTimeout``. When a deadline passes the call is cancelled,
+/// `promptTimeout`, any other `callTimeout`. When a deadline passes the call is cancelled,
 /// which also dismisses a prompt. Each call blocks its thread until the reply comes or its
 /// deadline passes: async code makes it from a thread of its own (as `authctl serve` does), not
 /// on the cooperative pool.
@@ -81,7 +81,7 @@ public struct SecretServiceStore: SecretStore {
 
     // MARK: - Reads that never prompt
 
-    /// `Service.SearchItems` by the key's attributes. Blocks until the reply or ``callTimeout``;
+    /// `Service.SearchItems` by the key's attributes. Blocks until the reply or `callTimeout`;
     /// never prompts. In a locked collection only items the service still lists are found (none
     /// on KeePassXC): ``itemIsGone(_:)`` tells a missing item from one that cannot be seen.
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
@@ -317,7 +317,7 @@ public struct SecretServiceStore: SecretStore {
     }
 
     /// Unlocks the default collection if it is locked, through libsecret: blocks while the
-    /// prompt is shown, up to ``promptTimeout``. Throws ``AuthError/keyringLocked`` when prompts
+    /// prompt is shown, up to `promptTimeout`. Throws ``AuthError/keyringLocked`` when prompts
     /// are not allowed and ``AuthError/unlockDismissed`` when the prompt is dismissed.
     public func unlock() throws(AuthError) {
         if backend == .fileKeyring { return }

@@ -1,6 +1,6 @@
 /// The settings lock and the refresh locks: `flock`s polled with back-off until a deadline.
 extension KeyFileSettingsStore {
-    /// Waits for the lock up to ``lockTimeout`` by blocking the calling thread (a lock held by
+    /// Waits for the lock up to `lockTimeout` by blocking the calling thread (a lock held by
     /// another process can only be polled): async code reaches it through a blocking context
     /// of its own (`offload`), never on the cooperative pool.
     public func withExclusiveLock<T>(_ body: () throws(AuthError) -> T) throws(AuthError) -> T {

@@ -33,8 +33,8 @@ public struct ServerBinding: Equatable, Sendable {
     /// What an `oidc` binding adds; `nil` for the other protocols.
     public var openID: OpenIDOptions?
 
-    /// A binding of already validated parts; ``init(validatingServer:protocol:clientID:scope:revokeURL:accountClaim:deviceAuthorizationURL:redirectPort:)``
-    /// checks text typed by a user.
+    /// A binding of already validated parts: ``ServerURL/init(validating:role:)`` checks a URL a
+    /// person typed.
     public init(server: ServerURL, tokenProtocol: TokenProtocol = .oauth2, clientID: String? = nil, scope: String? = nil,
                 revokeURL: ServerURL? = nil, openID: OpenIDOptions? = nil) {
         self.server = server

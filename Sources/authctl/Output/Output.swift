@@ -155,9 +155,8 @@ enum Output {
     /// streams. SIGPIPE is ignored (see `Authctl.main`), so a closed pipe is `EPIPE` here.
     private static func write(_ descriptor: FileDescriptor, _ text: String) throws(WriteFailure) {
         if descriptor == .standardOutput && standardOutputClosed.load(ordering: .relaxed) { throw WriteFailure(errno: .badFileDescriptor) }
-        // `write` until all is out, rather than swift-system's `writeAll`: that one, generic over
-        // the bytes, has the runtime check at its first call that `Errno` is an `Error` — a scan of
-        // every protocol-conformance record in the binary, in every command that prints.
+        // `write` until all is out, rather than swift-system's `writeAll` (README, Performance, the
+        // start-up rules).
         var text = text
         do {
             try text.withUTF8 { bytes in
