@@ -13,11 +13,8 @@ import Glibc
 struct BareBusTests {
     static func statusCalls(service: String, account: String) -> [BareBusConnection.MethodCall] {
         [
-            .init(destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
-                  member: "SearchItems", arguments: [.stringDictionary([("service", service), ("account", account)])]),
-            .init(destination: "org.freedesktop.secrets", path: "/org/freedesktop/secrets/aliases/default",
-                  interface: "org.freedesktop.DBus.Properties", member: "Get",
-                  arguments: [.string("org.freedesktop.Secret.Collection"), .string("Locked")]),
+            SecretServiceRequest.searchItems([("service", service), ("account", account)]).methodCall,
+            SecretServiceRequest.collectionIsLocked("/org/freedesktop/secrets/aliases/default").methodCall,
         ]
     }
 

@@ -63,6 +63,14 @@ enum GVariant {
         return String(cString: g_variant_get_string(child, nil))
     }
 
+    /// The value in the variant at index 0 of `tuple` — a `(v)` reply, as `Properties.Get`
+    /// answers — owned by the caller; `nil` when `tuple` has no child.
+    static func valueInVariant(in tuple: OpaquePointer) -> OpaquePointer? {
+        guard let boxed = g_variant_get_child_value(tuple, 0) else { return nil }
+        defer { g_variant_unref(boxed) }
+        return g_variant_get_variant(boxed)
+    }
+
     /// A `s` value's text; `nil` for any other type.
     static func string(_ value: OpaquePointer) -> String? {
         g_variant_is_of_type(value, variantType("s")) != 0 ? String(cString: g_variant_get_string(value, nil)) : nil

@@ -20,19 +20,19 @@ enum SecretServiceCalls {
     /// The attribute under which libsecret and Seahorse record an item's schema.
     static let schemaAttribute = "xdg:schema"
 
-    /// `Service.SearchItems(a{ss}) → (ao unlocked, ao locked)`. Works while locked.
+    /// ``SecretServiceRequest/searchItems(_:)``: the items found unlocked and locked.
     static func searchItems(_ connection: GDBus.Connection, attributes: [(String, String)],
                             _ deadline: Deadline) throws(GLibError) -> (unlocked: [String], locked: [String]) {
-        let parameters = variantTuple([GVariant.stringDictionary(attributes)])
-        let reply = try call(connection, path: servicePath, interface: serviceInterface, method: "SearchItems",
-                             parameters: parameters, replyType: "(aoao)", deadline)
+        let reply = try call(connection, .searchItems(attributes), deadline)
         defer { g_variant_unref(reply) }
         return (GVariant.strings(in: reply, at: 0), GVariant.strings(in: reply, at: 1))
     }
 
-    /// `Properties.Get(Collection, "Locked")` of the collection at `path`.
+    /// ``SecretServiceRequest/collectionIsLocked(_:)`` of the collection at `path`.
     static func collectionIsLocked(_ connection: GDBus.Connection, path: String, _ deadline: Deadline) throws(GLibError) -> Bool {
-        let value = try property(connection, path: path, interface: "org.freedesktop.Secret.Collection", name: "Locked", deadline)
+        let reply = try call(connection, .collectionIsLocked(path), deadline)
+        defer { g_variant_unref(reply) }
+        guard let value = GVariant.valueInVariant(in: reply) else { return false }
         defer { g_variant_unref(value) }
         return GVariant.boolean(value) ?? false
     }
@@ -43,40 +43,30 @@ enum SecretServiceCalls {
     /// search by `attributes` (none without them). `found` is `nil` when nothing was searched.
     static func statusReadWithoutGIO(_ bus: SessionBus, attributes: [(String, String)]?, what: String,
                                      timeout: Double) throws(AuthError) -> SessionBus.CallWithoutGIO<(locked: Bool, found: Bool?)> {
-        func ask(_ exchange: BareBusConnection.Exchange, _ path: String, _ interface: String, _ member: String,
-                 _ arguments: [BusMessage.Argument]) throws(BareBusConnection.Failure) -> BusMessage {
-            try exchange.ask([.init(destination: busName, path: path, interface: interface, member: member, arguments: arguments)])[0]
-        }
-        // A reply that is not the one asked for is as a failed GIO call: GIO checks the reply type.
-        func read<T>(_ reply: BusMessage, _ body: (BusMessage) throws(BusMessageError) -> T) throws(BareBusConnection.Failure) -> T {
-            do { return try body(reply) } catch { throw .refused("\(error)") }
-        }
         return try bus.converseWithoutGIO(what, timeout: timeout) { exchange throws(BareBusConnection.Failure) in
+            // A reply that is not the one asked for is as a failed GIO call: GIO checks the reply type.
+            func ask<Answer>(_ request: SecretServiceRequest,
+                             _ reading: (BusMessage) throws(BusMessageError) -> Answer) throws(BareBusConnection.Failure) -> Answer {
+                let reply = try exchange.ask([request.methodCall])[0]
+                do { return try reading(reply) } catch { throw .refused("\(error)") }
+            }
             let readAlias = { () throws(BareBusConnection.Failure) -> String in
-                try read(try ask(exchange, servicePath, serviceInterface, "ReadAlias", [.string("default")])) { reply throws(BusMessageError) in
-                    try reply.objectPath()
-                }
+                try ask(.readAlias("default")) { reply throws(BusMessageError) in try reply.objectPath() }
             }
             var collection = try readAlias()
             if collection == "/" { collection = try readAlias() }
             // No default collection: GIO asks again and words it.
             guard collection != "/" else { throw .refused("no default collection") }
-            let locked = try read(try ask(exchange, collection, "org.freedesktop.DBus.Properties", "Get",
-                                          [.string("org.freedesktop.Secret.Collection"), .string("Locked")])) { reply throws(BusMessageError) in
-                try reply.booleanInVariant()
-            }
+            let locked = try ask(.collectionIsLocked(collection)) { reply throws(BusMessageError) in try reply.booleanInVariant() }
             guard !locked, let attributes else { return (locked, nil) }
-            let found = try read(try ask(exchange, servicePath, serviceInterface, "SearchItems", [.stringDictionary(attributes)])) { reply throws(BusMessageError) in
-                try reply.objectPathArrays()
-            }
+            let found = try ask(.searchItems(attributes)) { reply throws(BusMessageError) in try reply.objectPathArrays() }
             return (false, !found.first.isEmpty || !found.second.isEmpty)
         }
     }
 
-    /// `Service.ReadAlias(s) → o`: the collection behind `alias`, `nil` when it resolves to nothing.
+    /// ``SecretServiceRequest/readAlias(_:)``: the collection behind `alias`, `nil` when it resolves to nothing.
     static func readAlias(_ connection: GDBus.Connection, _ alias: String, _ deadline: Deadline) throws(GLibError) -> String? {
-        let reply = try call(connection, path: servicePath, interface: serviceInterface, method: "ReadAlias",
-                             parameters: variantTuple([g_variant_new_string(alias)]), replyType: "(o)", deadline)
+        let reply = try call(connection, .readAlias(alias), deadline)
         defer { g_variant_unref(reply) }
         let path = GVariant.strings(inTuple: reply).first ?? "/"
         return path == "/" ? nil : path
@@ -116,7 +106,7 @@ enum SecretServiceCalls {
                                     _ deadline: Deadline) throws(GLibError) -> (found: (unlocked: [String], locked: [String]), secret: [UInt8]?) {
         let openParameters = variantTuple([g_variant_new_string("plain"), g_variant_new_variant(g_variant_new_string(""))])
         let replies = try pipelined(connection, [
-            (servicePath, serviceInterface, "SearchItems", variantTuple([GVariant.stringDictionary(attributes)]), "(aoao)"),
+            SecretServiceRequest.searchItems(attributes).pipelinedCall,
             (servicePath, serviceInterface, "OpenSession", openParameters, "(vo)"),
         ], deadline)
         defer { for reply in replies { if let reply { g_variant_unref(reply) } } }
@@ -136,6 +126,10 @@ enum SecretServiceCalls {
         }
     }
 
+    /// A call as ``pipelined(_:_:skippingGoneObjects:_:)`` sends it: its parameters floating.
+    fileprivate typealias PipelinedCall = (path: String, interface: String, method: String, parameters: OpaquePointer,
+                                           replyType: StaticString)
+
     /// Sends the calls without awaiting each reply — at most ``maximumInFlight`` at a time, since
     /// a bus limits the replies one connection may await (dbus-daemon's default is 128) — on a
     /// private main context; returns the replies in order (owned by the caller) or the first
@@ -144,8 +138,7 @@ enum SecretServiceCalls {
     /// is there. A call to the Service that it declines as unknown is sent once more
     /// (``GLibError/isDeclinedAsUnknown``). The corresponding C functions are
     /// `g_dbus_connection_call` and `_call_finish`.
-    private static func pipelined(_ connection: GDBus.Connection,
-                                  _ calls: [(path: String, interface: String, method: String, parameters: OpaquePointer, replyType: StaticString)],
+    private static func pipelined(_ connection: GDBus.Connection, _ calls: [PipelinedCall],
                                   skippingGoneObjects: Bool = false,
                                   _ deadline: Deadline) throws(GLibError) -> [OpaquePointer?] {
         final class Replies {
@@ -228,16 +221,12 @@ enum SecretServiceCalls {
     /// thousand items cost about one round trip, not a thousand. `nil` for an item deleted since
     /// it was found.
     static func itemsAttributes(_ connection: GDBus.Connection, paths: [String], _ deadline: Deadline) throws(GLibError) -> [[String: String]?] {
-        let replies = try pipelined(connection, paths.map { path in
-            (path, "org.freedesktop.DBus.Properties", "Get",
-             variantTuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")]), "(v)")
-        }, skippingGoneObjects: true, deadline)
+        let replies = try pipelined(connection, paths.map { SecretServiceRequest.itemAttributes($0).pipelinedCall },
+                                    skippingGoneObjects: true, deadline)
         defer { for reply in replies { if let reply { g_variant_unref(reply) } } }
         return replies.map { reply in
             guard let reply else { return nil }
-            guard let boxed = g_variant_get_child_value(reply, 0) else { return [:] }
-            defer { g_variant_unref(boxed) }
-            let value = g_variant_get_variant(boxed)!
+            guard let value = GVariant.valueInVariant(in: reply) else { return [:] }
             defer { g_variant_unref(value) }
             return GVariant.stringDictionary(reading: value)
         }
@@ -262,15 +251,11 @@ enum SecretServiceCalls {
         return try body(session)
     }
 
-    private static func property(_ connection: GDBus.Connection, path: String, interface: String, name: String,
-                                 _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
-        let parameters = variantTuple([g_variant_new_string(interface), g_variant_new_string(name)])
-        let reply = try call(connection, path: path, interface: "org.freedesktop.DBus.Properties", method: "Get",
-                             parameters: parameters, replyType: "(v)", deadline)
-        defer { g_variant_unref(reply) }
-        let boxed = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(boxed) }
-        return g_variant_get_variant(boxed)
+    /// `request` through ``call(_:path:interface:method:parameters:replyType:_:)``.
+    private static func call(_ connection: GDBus.Connection, _ request: SecretServiceRequest,
+                             _ deadline: Deadline) throws(GLibError) -> OpaquePointer {
+        try call(connection, path: request.path, interface: request.interface, method: request.member,
+                 parameters: request.parameters, replyType: request.replyType, deadline)
     }
 
     /// The corresponding C function is `g_dbus_connection_call_sync`; the reply is owned by the caller.
@@ -299,6 +284,10 @@ enum SecretServiceCalls {
         }
     }
 
+}
+
+extension SecretServiceRequest {
+    fileprivate var pipelinedCall: SecretServiceCalls.PipelinedCall { (path, interface, member, parameters, replyType) }
 }
 
 extension GLibError {
