@@ -123,10 +123,10 @@ struct IDTokenTests {
         let claims = try fixtures.verify(fixtures.token("ES256"))
         #expect(claims.issuer == fixtures.issuer)
         #expect(claims.audiences == ["authctl"])
-        #expect(claims.email == "jane@example.com")
-        #expect(claims.emailVerified == true)
-        #expect(claims.name == "Jane Doe")
-        #expect(claims.preferredUsername == "jane")
+        #expect(claims.profile.string("email") == "jane@example.com")
+        #expect(claims.profile.emailVerified == true)
+        #expect(claims.profile.string("name") == "Jane Doe")
+        #expect(claims.profile.string("preferred_username") == "jane")
         #expect(claims.nonce == fixtures.nonce)
         #expect(claims.expiry == fixtures.expiresAt * 1_000_000)
         #expect(claims.issuedAt == fixtures.issuedAt * 1_000_000)
@@ -135,28 +135,29 @@ struct IDTokenTests {
     @Test("any claim reads as a string when it is one, and only then")
     func stringClaims() throws {
         let claims = try fixtures.verify(fixtures.token("RS256"))
-        #expect(claims.string(claim: "upn") == "jane.doe@corp.example.com")
-        #expect(claims.string(claim: "sub") == "248289761001")
-        #expect(claims.string(claim: "employee_number") == nil)
-        #expect(claims.string(claim: "groups") == nil)
-        #expect(claims.string(claim: "email_verified") == nil)
-        #expect(claims.string(claim: "missing") == nil)
+        #expect(claims.profile.string("upn") == "jane.doe@corp.example.com")
+        #expect(claims.profile.string("sub") == "248289761001")
+        #expect(claims.profile.string("employee_number") == nil)
+        #expect(claims.profile.string("groups") == nil)
+        #expect(claims.profile.string("email_verified") == nil)
+        #expect(claims.profile.string("missing") == nil)
     }
 
     @Test("email_verified sent as a string counts")
     func emailVerifiedAsString() throws {
         let claims = try fixtures.verify(fixtures.token("email_verified as strings"))
-        #expect(claims.emailVerified == false)
+        #expect(claims.profile.emailVerified == false)
+        #expect(claims.profile.verifiedEmail == nil)
     }
 
     @Test("a token with only the required claims has no profile")
     func onlyRequiredClaims() throws {
         let claims = try fixtures.verify(fixtures.token("only sub"), nonce: .some(nil))
         #expect(claims.subject == "u-7")
-        #expect(claims.email == nil)
-        #expect(claims.emailVerified == nil)
-        #expect(claims.name == nil)
-        #expect(claims.preferredUsername == nil)
+        #expect(claims.profile.string("email") == nil)
+        #expect(claims.profile.emailVerified == nil)
+        #expect(claims.profile.string("name") == nil)
+        #expect(claims.profile.string("preferred_username") == nil)
     }
 
     // MARK: The algorithm

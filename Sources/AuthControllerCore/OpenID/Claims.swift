@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// The claims about a person that an OpenID provider made: an ID token's payload or a
 /// userinfo answer, a JSON object. Only string and boolean claims are read.
-struct Claims: Sendable {
+struct Claims: Sendable, Equatable {
     private var values: [String: JSONValue]
 
     /// The claims of a JSON object; `nil` when `bytes` is not one.
@@ -11,13 +11,19 @@ struct Claims: Sendable {
         self.values = values
     }
 
+    /// The claims of an object already read.
+    init(_ values: [String: JSONValue]) { self.values = values }
+
     /// The claims in a JWT's payload, unverified: for a token verified before it was stored.
     init?(payloadOf token: String) {
         guard let payload = CompactJWS.unverifiedPayload(of: token) else { return nil }
         self.init(json: payload)
     }
 
-    /// The claim `name` when it is a string.
+    /// The claim `name` when its value is a JSON string, else `nil` (absent, a number, a boolean,
+    /// an array, an object or null). Numbers are not turned into text: JSON spells one number many
+    /// ways (`1042`, `1042.0`, `1.042e3`), and the value may become an account id, which must have
+    /// one spelling.
     func string(_ name: String) -> String? {
         values[name]?.string
     }
@@ -38,12 +44,13 @@ struct Claims: Sendable {
         }
     }
 
-    /// `email_verified`: a boolean, or the strings `"true"`/`"false"` some providers send.
+    /// `email_verified`: a boolean, or the strings `"true"`/`"false"` (in any case) that some
+    /// providers send.
     var emailVerified: Bool? {
         switch values["email_verified"] {
         case .bool(let flag)?: flag
-        case .string("true")?: true
-        case .string("false")?: false
+        case .string(let text)? where text.lowercased() == "true": true
+        case .string(let text)? where text.lowercased() == "false": false
         default: nil
         }
     }

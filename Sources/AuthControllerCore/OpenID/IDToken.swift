@@ -127,8 +127,9 @@ private struct DecodedJWS {
     }
 }
 
-/// The claims of a verified ID token (OpenID Connect Core 1.0 §2 and §5.1): who signed in, at
-/// which provider, for which clients; and the standard profile claims authctl uses.
+/// The claims of a verified ID token (OpenID Connect Core 1.0 §2): who signed in, at which
+/// provider, for which clients, checked strictly; the profile claims (§5.1) are read as a
+/// userinfo answer's are, through ``Claims``.
 struct IDTokenClaims: Sendable, Equatable {
     /// `iss`: the provider that issued the token.
     let issuer: String
@@ -144,31 +145,14 @@ struct IDTokenClaims: Sendable, Equatable {
     let issuedAt: UInt64
     /// `nonce`, when the token carries one.
     let nonce: String?
-    /// `email_verified`: `true` or `false` when the provider says, either as a JSON boolean or,
-    /// as some providers send it, as the string `"true"` or `"false"`; otherwise `nil`.
-    let emailVerified: Bool?
-    private let members: [String: JSONValue]
-
-    /// `email`, when it is a string.
-    var email: String? { string(claim: "email") }
-    /// `name`, the person's full name, when it is a string.
-    var name: String? { string(claim: "name") }
-    /// `preferred_username`, when it is a string.
-    var preferredUsername: String? { string(claim: "preferred_username") }
-
-    /// The claim named `name` when its value is a JSON string, else `nil` (absent, a number, a
-    /// boolean, an array, an object or null). Numbers are not turned into text: JSON spells one
-    /// number many ways (`1042`, `1042.0`, `1.042e3`), and the value becomes an account id, which
-    /// must have one spelling.
-    func string(claim name: String) -> String? {
-        members[name]?.string
-    }
+    /// Every claim of the payload, for the profile (`email`, `name`, `preferred_username`…).
+    let profile: Claims
 
     init(payload: [UInt8]) throws(AuthError) {
         guard let members = try? JSONValue.claimsDecoder().decode([String: JSONValue].self, from: Data(payload)) else {
             throw .protocolError("the ID token's payload is not a JSON object")
         }
-        self.members = members
+        profile = Claims(members)
         func string(_ name: String) throws(AuthError) -> String? {
             switch members[name] {
             case nil: nil
@@ -200,11 +184,5 @@ struct IDTokenClaims: Sendable, Equatable {
         expiry = try time("exp", "expiry")
         issuedAt = try time("iat", "issue time")
         nonce = try string("nonce")
-        emailVerified = switch members["email_verified"] {
-        case .bool(let verified): verified
-        case .string(let text) where text.lowercased() == "true": true
-        case .string(let text) where text.lowercased() == "false": false
-        default: nil
-        }
     }
 }
