@@ -97,6 +97,21 @@ struct SettingsFileTests {
         #expect(try folder.contents() == "[svc]\nsequence=4\n")
     }
 
+    @Test("a key named twice, or a group written twice, is corrupt: a save replaces it and keeps a copy", arguments: [
+        "[svc]\nuser=bob\nname=B\nsequence=3\nuser=alice@example.org\n",
+        "[svc]\nuser=bob\nsequence=3\n[other]\nsequence=1\n[svc]\nsequence=4\n",
+    ])
+    func keyNamedTwice(_ text: String) throws {
+        let folder = SettingsFolder()
+        try folder.write(text)
+        let read = try folder.store.read(service: folder.service)
+        #expect(read.corruption?.description.contains("appears more than once") == true)
+        _ = try folder.store.save(SessionRecord(sequence: 5), service: folder.service)
+        #expect(try folder.store.read(service: folder.service).corruption == nil)
+        #expect(try !folder.contents().contains("user="))
+        #expect(FileManager.default.fileExists(atPath: folder.file + ".corrupt"))
+    }
+
     @Test("unknown groups, keys and comments are preserved")
     func preservesUnknown() throws {
         let folder = SettingsFolder()

@@ -22,15 +22,7 @@ final class KeyFile {
 
     /// The names of the groups, in file order. The corresponding C function is `g_key_file_get_groups`.
     func groups() -> [String] {
-        guard let names = g_key_file_get_groups(pointer, nil) else { return [] }
-        defer { g_strfreev(names) }
-        var result: [String] = []
-        var index = 0
-        while let name = names[index] {
-            result.append(String(cString: name))
-            index += 1
-        }
-        return result
+        Self.takeStrings(g_key_file_get_groups(pointer, nil))
     }
 
     /// The unescaped value, `nil` when the group or key is missing.
@@ -39,6 +31,26 @@ final class KeyFile {
         guard g_key_file_has_group(pointer, group) != 0,
               try withGError({ g_key_file_has_key(pointer, group, key, $0) }) != 0 else { return nil }
         return takeString(try withGError { g_key_file_get_string(pointer, group, key, $0) })
+    }
+
+    /// The keys of `group` as the file has them, a key named twice twice; none when the group is
+    /// missing. The corresponding C function is `g_key_file_get_keys`.
+    func keys(group: String) -> [String] {
+        guard g_key_file_has_group(pointer, group) != 0 else { return [] }
+        return Self.takeStrings(g_key_file_get_keys(pointer, group, nil, nil))
+    }
+
+    /// The strings of a NULL-terminated array GLib handed over, which is then freed.
+    private static func takeStrings(_ names: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let names else { return [] }
+        defer { g_strfreev(names) }
+        var result: [String] = []
+        var index = 0
+        while let name = names[index] {
+            result.append(String(cString: name))
+            index += 1
+        }
+        return result
     }
 
     /// The corresponding C function is `g_key_file_set_string` (which escapes the value).

@@ -62,6 +62,14 @@ extension KeyFileSettingsStore {
                 throw Corrupt(reason: "key '\(key)': \(error.message)")
             }
         }
+        // A key named twice (a hand edit, or a group written twice, which GLib merges) reads as its
+        // last line, but GLib can remove only that one: a sign-out would bring the earlier value
+        // back. Such a group is corrupt. Nested loops, not a set: a group has a few dozen keys, and
+        // a `Set<String>` costs every command a conformance scan (README, Performance).
+        let keys = keyFile.keys(group: service.rawValue)
+        for (index, key) in keys.enumerated() where keys[(index + 1)...].contains(where: { $0 == key }) {
+            throw Corrupt(reason: "the key '\(key)' appears more than once")
+        }
         var record = SessionRecord()
         if let sequence = try value("sequence") {
             guard let number = UInt64(sequence) else { throw Corrupt(reason: "'sequence' is not an unsigned integer") }
