@@ -121,15 +121,24 @@ package enum Posix {
     /// The corresponding C function is `close`.
     static func close(_ descriptor: Int32) { try? FileDescriptor(rawValue: descriptor).close() }
 
-    /// Reads the whole file, or its first `limit` bytes. The corresponding C function is `read`.
-    static func readAll(_ descriptor: Int32, limit: Int = .max) throws(Errno) -> [UInt8] {
+    /// Reads the whole file, or its first `limit` bytes, or (sooner) up to the index where `end`
+    /// finds that what was read is complete: what follows is dropped, and not read on. The
+    /// corresponding C function is `read`.
+    package static func readAll(_ descriptor: Int32, limit: Int = .max, end: ([UInt8]) -> Int? = { _ in nil }) throws(Errno) -> [UInt8] {
         let file = FileDescriptor(rawValue: descriptor)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count < limit {
-            let count = try system { try chunk.withUnsafeMutableBytes { try file.read(into: $0) } }
+            // Never past `limit`: what follows stays unread (a pipe's writer may not be done).
+            let count = try system {
+                try chunk.withUnsafeMutableBytes { try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0.prefix(limit - bytes.count))) }
+            }
             if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<min(count, limit - bytes.count)])
+            bytes += chunk[0..<count]
+            if let index = end(bytes) {
+                bytes.removeSubrange(index...)
+                break
+            }
         }
         return bytes
     }

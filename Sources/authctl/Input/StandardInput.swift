@@ -9,24 +9,10 @@ enum StandardInput {
     /// ``AuthError/settingsIO(_:)-enum.case``: `failure`, a colon and the error.
     static func read(_ descriptor: FileDescriptor = .standardInput, atMost limit: Int, failure: String,
                      end: ([UInt8]) -> Int? = { _ in nil }) throws(AuthError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < limit {
-            let count: Int
-            do {
-                count = try chunk.withUnsafeMutableBytes { buffer in
-                    try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(limit - bytes.count)))
-                }
-            } catch {
-                throw .settingsIO("\(failure): \(error)")
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            if let index = end(bytes) {
-                bytes.removeSubrange(index...)
-                break
-            }
+        do throws(Errno) {
+            return try Posix.readAll(descriptor.rawValue, limit: limit, end: end)
+        } catch {
+            throw .settingsIO("\(failure): \(error)")
         }
-        return bytes
     }
 }
