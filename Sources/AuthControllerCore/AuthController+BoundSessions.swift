@@ -62,7 +62,7 @@ extension AuthController {
     /// providers) expires within the threshold.
     public func accessToken(minValid: Duration = .seconds(60), forceRefresh: Bool = false,
                             checkingIDToken: Bool = false) async throws(AuthError) -> AccessToken {
-        let minValid = UInt64(clamping: max(0, minValid.components.seconds))
+        let minValid = minValid.wholeSeconds
         let session = try await offload { () throws(AuthError) in try self.currentSession() }
         guard session.tokens.refreshToken != nil else { return unrenewable(session, forced: forceRefresh) }
         // An ID token about to expire is renewed as a forced refresh would renew it.

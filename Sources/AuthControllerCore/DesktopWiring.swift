@@ -75,4 +75,8 @@ extension Duration {
     var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
+
+    /// The whole seconds of a span, none when it is negative: for the thresholds and lifetimes
+    /// that servers and the settings count in seconds.
+    package var wholeSeconds: UInt64 { UInt64(clamping: max(0, components.seconds)) }
 }

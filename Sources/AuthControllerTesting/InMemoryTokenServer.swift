@@ -278,8 +278,3 @@ extension UInt64 {
         return overflow ? .max : sum
     }
 }
-
-extension Duration {
-    /// The whole seconds of a lifetime, none when it is negative.
-    fileprivate var wholeSeconds: UInt64 { UInt64(max(0, components.seconds)) }
-}
