@@ -11,9 +11,6 @@ struct Claims: Sendable, Equatable {
         self.values = values
     }
 
-    /// The claims of an object already read.
-    init(_ values: [String: JSONValue]) { self.values = values }
-
     /// The claims in a JWT's payload, unverified: for a token verified before it was stored.
     init?(payloadOf token: String) {
         guard let payload = CompactJWS.unverifiedPayload(of: token) else { return nil }
@@ -28,6 +25,12 @@ struct Claims: Sendable, Equatable {
         values[name]?.string
     }
 
+    /// The claim `name` as it was sent, for readers with rules of their own (an ID token's).
+    subscript(name: String) -> JSONValue? { values[name] }
+
+    /// The claim `name` when it is a number, whichever way JSON spelt it.
+    func number(_ name: String) -> Double? { values[name]?.number }
+
     /// Whether the claim `name` exists at all.
     func has(_ name: String) -> Bool { values[name] != nil }
 
@@ -39,7 +42,7 @@ struct Claims: Sendable, Equatable {
         case .string(let audience)?: [audience]
         case .array(let list)?:
             // A list with any other value in it is not one of audiences: none is read.
-            list.compactMap(\.string).count == list.count ? list.compactMap(\.string) : []
+            list.allSatisfy { $0.string != nil } ? list.compactMap(\.string) : []
         default: []
         }
     }

@@ -149,10 +149,8 @@ struct IDTokenClaims: Sendable, Equatable {
     let profile: Claims
 
     init(payload: [UInt8]) throws(AuthError) {
-        guard let members = try? JSONValue.claimsDecoder().decode([String: JSONValue].self, from: Data(payload)) else {
-            throw .protocolError("the ID token's payload is not a JSON object")
-        }
-        profile = Claims(members)
+        guard let members = Claims(json: payload) else { throw .protocolError("the ID token's payload is not a JSON object") }
+        profile = members
         func string(_ name: String) throws(AuthError) -> String? {
             switch members[name] {
             case nil: nil

@@ -16,8 +16,7 @@ enum JWT {
     }
 
     private static func time(_ claim: String, of token: String) -> UInt64? {
-        guard let payload = CompactJWS.unverifiedPayload(of: token),
-              let seconds = (try? JSONValue.claimsDecoder().decode([String: JSONValue].self, from: Data(payload)))?[claim]?.number,
+        guard let seconds = Claims(payloadOf: token)?.number(claim),
               seconds.isFinite, seconds > 0, seconds < 1e13 else { return nil }
         return UInt64(seconds * 1_000_000)
     }
