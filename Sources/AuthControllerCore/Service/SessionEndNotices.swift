@@ -55,17 +55,23 @@ struct SessionEndNotices {
 
     /// An event of serve's own (its refresh, its timer, its watch of the keyring ended a session).
     mutating func ownEvent(_ event: LoginEvent) -> [Step] {
-        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed, let account = event.account else { return [] }
+        guard let account = Self.endedUnasked(event) else { return [] }
         return tell(Notice(service: event.service, account: account, reason: event.reason, sequence: event.sequence,
                            offersSignIn: openIDServices.contains(event.service)))
+    }
+
+    /// The account whose session `event` ended without the person asking (the server ended it, or
+    /// its keyring item was removed): the ends a notice tells of.
+    private static func endedUnasked(_ event: LoginEvent) -> AccountID? {
+        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed else { return nil }
+        return event.account
     }
 
     /// A `LoginStatusChanged` signal from anyone: an end it claims waits for a re-read.
     mutating func signal(_ event: LoginEvent) {
         // Only an account serve knew as signed in can have ended: a signal about any other is
         // not kept (a flood of them about made-up services costs nothing).
-        guard event.status == .signedOut, event.reason == .expired || event.reason == .removed,
-              let account = event.account, lastSignedIn[event.service]?.account == account else { return }
+        guard let account = Self.endedUnasked(event), lastSignedIn[event.service]?.account == account else { return }
         var waiting = claims[event.service, default: []]
         guard !waiting.contains(event) else { return }
         waiting.append(event)
