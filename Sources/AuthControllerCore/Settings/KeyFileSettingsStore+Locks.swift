@@ -8,10 +8,8 @@ extension KeyFileSettingsStore {
         // Closing the descriptor releases the lock.
         defer { Posix.close(descriptor) }
         var wait = LockWait(timeout: lockTimeout)
-        while try !tryLock(descriptor, lockPath) {
-            guard let milliseconds = wait.next() else {
-                throw .temporaryFailure("another authctl held the settings lock \(lockPath) for more than \(formatSeconds(lockTimeout)) s; try again")
-            }
+        while let milliseconds = try poll(descriptor, lockPath, &wait, timedOut:
+                .temporaryFailure("another authctl held the settings lock \(lockPath) for more than \(formatSeconds(lockTimeout)) s; try again")) {
             Posix.pause(milliseconds: milliseconds)
         }
         return try body()
@@ -29,10 +27,8 @@ extension KeyFileSettingsStore {
         let descriptor = try openLock(path)
         defer { Posix.close(descriptor) }
         var wait = LockWait(timeout: timeout)
-        while try !tryLock(descriptor, path) {
-            guard let milliseconds = wait.next() else {
-                throw .temporaryFailure("another authctl has been refreshing the token of \(service) for more than \(formatSeconds(timeout)) s; try again")
-            }
+        while let milliseconds = try poll(descriptor, path, &wait, timedOut:
+                .temporaryFailure("another authctl has been refreshing the token of \(service) for more than \(formatSeconds(timeout)) s; try again")) {
             // Waiting suspends the task, not a thread.
             try? await Task.sleep(for: .milliseconds(milliseconds))
         }
@@ -45,8 +41,13 @@ extension KeyFileSettingsStore {
         return try io("open the lock \(path)") { () throws(Posix.Failure) in try Posix.openLockFile(path) }
     }
 
-    private func tryLock(_ descriptor: Int32, _ path: String) throws(AuthError) -> Bool {
-        try io("lock \(path)") { () throws(Posix.Failure) in try Posix.tryLockExclusive(descriptor) }
+    /// One try at the lock: `nil` once it is taken, else the milliseconds to wait before the next
+    /// try (the caller waits as it can: blocking, or suspended); `timedOut` once `wait` is over.
+    private func poll(_ descriptor: Int32, _ path: String, _ wait: inout LockWait,
+                      timedOut: @autoclosure () -> AuthError) throws(AuthError) -> Int? {
+        guard try !io("lock \(path)", { () throws(Posix.Failure) in try Posix.tryLockExclusive(descriptor) }) else { return nil }
+        guard let milliseconds = wait.next() else { throw timedOut() }
+        return milliseconds
     }
 
     /// Back-off while waiting for a lock: 1, 2, 4 … 20 ms, until `timeout` seconds have passed.
