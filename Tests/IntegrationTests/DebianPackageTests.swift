@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Testing
 
@@ -64,6 +65,39 @@ struct DebianPackageTests {
                      "./usr/share/doc/authctl/copyright", "./usr/share/doc/authctl/changelog.gz"] {
             #expect(contents.contains(path), "\(path) is not in the package")
         }
+    }
+
+    /// The package's copyright file, read by python3-debian's DEP-5 parser in its strict mode, which
+    /// refuses a paragraph or field the format does not have.
+    private static let readCopyright = #"""
+        import sys
+        from debian import copyright
+        parsed = copyright.Copyright(sys.stdin, strict=True)
+        print(parsed.header.format)
+        for paragraph in parsed.all_files_paragraphs():
+            print("files", " ".join(paragraph.files), "|", paragraph.license.synopsis)
+        for paragraph in parsed.all_license_paragraphs():
+            print("license", paragraph.license.synopsis)
+        """#
+
+    @Test("its copyright file is DEP-5: authctl under the Apache License 2.0, and what is linked in under its own licence, each with its text")
+    func copyright() async throws {
+        let extract = "dpkg-deb --fsys-tarfile \"$1\" | tar -xO ./usr/share/doc/authctl/copyright | \"$2\" -c \"$3\""
+        // Debian's own Python, which python3-debian serves (another python3 may come first on PATH).
+        let python = "/usr/bin/python3"
+        let run = try await runProcess("/bin/sh", ["-c", extract, "sh", try Self.package(), python, Self.readCopyright], input: nil,
+                                       environment: ProcessInfo.processInfo.environment, timeout: 60)
+        #expect(run.status == 0, "\(run)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/", "\(run)")
+        #expect(lines.contains("files * | Apache-2.0"), "\(run)")
+        #expect(lines.contains { $0.hasPrefix("files swift/stdlib/* ") && $0.hasSuffix("| Apache-2.0 with Swift-Runtime-Library exception") },
+                "\(run)")
+        #expect(lines.contains("files gcc/libstdc++-v3/* | GPL-3+ with GCC-Runtime-Library-3.1 exception"), "\(run)")
+        // Every licence a Files paragraph names has its text in a paragraph of its own.
+        let named = Set(lines.filter { $0.hasPrefix("files ") }.compactMap { $0.split(separator: "|").last?.trimmingCharacters(in: .whitespaces) })
+        let texts = Set(lines.filter { $0.hasPrefix("license ") }.map { String($0.dropFirst("license ".count)) })
+        #expect(named == texts, "\(run)")
     }
 
     /// The script run as root in the clean system: each step prints `step NAME` when it passed.
