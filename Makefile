@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
 .PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall deb
 

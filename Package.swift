@@ -1,4 +1,6 @@
 // swift-tools-version:6.1
+// SPDX-License-Identifier: Apache-2.0
+// authctl is licensed under the Apache License 2.0 (LICENSE).
 import PackageDescription
 
 // Release links: start-up is dominated by the dynamic loader and the runtime's conformance scan,

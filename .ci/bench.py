@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Times authctl against secret-tool, python keyring, argon2 + secret-tool and secretstorage.
 
 Whole processes, A and B alternating, medians and the median of the pairwise ratios (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 @_exported public import AuthControllerCore
 public import Foundation
 

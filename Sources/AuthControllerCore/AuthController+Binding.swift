@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The binding of a service to a token server, kept in the settings file beside the session.
 extension AuthController {
     /// The service's binding, `nil` when it has none. Blocks briefly on the settings file;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 public import FoundationEssentials
 
 /// Sessions of a service bound to a token server: the password goes to the server, the tokens

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The change transaction every operation shares, and the two changes several of them make:
 /// a session that ends, and an account that signs in. Everything here blocks (the settings
 /// lock, the keyring); the `async` operations call it through `offload(_:)`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The hosts whose git remotes get the session's access token (git's credential helper), kept
 /// in the service's settings group as `git-hosts`.
 extension AuthController {

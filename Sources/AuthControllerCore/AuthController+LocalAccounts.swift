@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Local accounts: a password hash per account in the keyring, made and checked by the
 /// controller's ``PasswordHasher``, and upgraded when its parameters are weaker than the
 /// defaults. Everything here blocks (Argon2 for the hashing time, the keyring); the `async`

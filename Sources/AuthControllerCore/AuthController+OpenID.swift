@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Signing in at an OpenID Connect provider (a service bound with protocol `oidc`): in the
 /// person's browser, with PKCE and a one-shot listener on 127.0.0.1, or with a code entered on
 /// another device. authctl never sees a password for such a service. The ID token is verified

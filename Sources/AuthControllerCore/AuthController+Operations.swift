@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The operations that change who is signed in, one name each. Every one of them serves local
 /// accounts and services bound to a token server alike; each is `async` because a bound service
 /// asks its server, and each runs its blocking keyring, settings and Argon2 steps through

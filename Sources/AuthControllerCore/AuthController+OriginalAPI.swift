@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The original synchronous API, kept for the callers it was written for: each member is a
 /// convenience over one operation of the full API, which its comment names, and blocks the
 /// calling thread for as long as that operation takes (hashing, the keyring, its unlock prompt).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 public import FoundationEssentials
 
 /// Queries: who is signed in, since when, which accounts exist. None of them prompts, and none

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension AuthError {
     /// The D-Bus error `authctl serve` answers a failed call with: one per exit-code family,
     /// as ``exitCode`` gives one exit status per family.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Every failure the library reports, in few families: nobody signed in, a wrong request, bad
 /// input, something unavailable, the settings file, a deadline, the token server's answer, a
 /// refusal, an unsafe settings file: one case per family, so a front end tells them apart with one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What the desktop wiring of a controller takes from the process's environment: where the
 /// settings file is, and whether a graphical session could show the keyring's unlock prompt.
 ///

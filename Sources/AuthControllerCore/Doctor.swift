@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Diagnoses what authctl needs, without prompting and without waiting past its deadlines:
 /// the session bus, the Secret Service, its default collection and whether it is locked, a
 /// store-and-delete probe, the settings folder and file, and Argon2 hashing.

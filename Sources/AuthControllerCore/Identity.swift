@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The name of the service whose accounts a command acts on: 1–255 bytes of ASCII letters,
 /// digits, `.`, `-` and `_`. It is the keyring's `service` attribute and the settings group.
 public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {

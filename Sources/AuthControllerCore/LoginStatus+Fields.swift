@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// The fields of a status document, in order: what `status --json` prints and what `serve`'s

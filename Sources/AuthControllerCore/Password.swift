@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A password as typed or piped in: 1–4096 bytes of UTF-8 without NUL. The bytes live in one
 /// buffer that is wiped when the last copy of the value goes away.
 public struct Password: Sendable, Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What answers on a bus, for a program that waits for a Secret Service to come up (such as a
 /// sandbox that has just started its bus and keyring daemons). Each check is one short round trip over a
 /// private connection of its own, never the process's shared session bus.

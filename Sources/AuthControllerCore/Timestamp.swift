@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 public import FoundationEssentials
 
 /// RFC 3339 timestamps in UTC, without Foundation's date formatters, and the conversions between

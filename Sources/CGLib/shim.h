@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GLib, GObject and GIO (GDBus, GKeyFile, GFileMonitor), plus a few inline helpers for what Swift
 // cannot call directly: C macros and variadic functions. libsecret is loaded on demand (CLibsecret).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "shim.h"
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the authctl executable sets up before its Swift code runs.
 //
 // The Swift runtime's backtracer, when a crash happens with a terminal on standard input, prints

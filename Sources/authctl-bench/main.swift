@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-process benchmark: how many `isSignedIn` checks per second the library makes on a
 // warm session-bus connection. `.ci/bench` runs it beside the same loop in Python.
 import AuthController

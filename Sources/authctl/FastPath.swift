@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `status`, `whoami`, `token` and the credential helpers (`git-credential get`, `kube-credential`,
 /// `docker-credential get`), which scripts, git, kubectl and registry clients run in loops (`authctl status && …`,
 /// `curl -H "Authorization: Bearer $(authctl token)"`), with nothing but their plain options:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 public import Testing
 
 /// A test argument named by a short label in test names and the log, not by its value: a

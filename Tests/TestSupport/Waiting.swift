@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import AuthController
 
 /// Checks `condition` every `interval` until it holds or `limit` has passed, and returns whether

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Broadcasts `io.github.authctl.AuthController1.LoginStatusChanged (sssa{sv})` on the session bus.
 public struct DBusBroadcaster: EventBroadcaster {
     /// The object path the signal is sent from.

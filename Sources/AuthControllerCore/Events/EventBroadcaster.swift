@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Announces login events to other processes.
 public protocol EventBroadcaster: Sendable {
     /// Sends `events` in order and returns once they have left this process (and, on D-Bus,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// Listens for `LoginStatusChanged` signals of one service on the session bus (or the bus at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Hears a controller's events in the process that made them.
 ///
 /// An app that imports `AuthController` gets one for Foundation's `NotificationCenter`

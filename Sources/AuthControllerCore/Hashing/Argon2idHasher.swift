@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Argon2id through libargon2, stored as PHC strings
 /// (`$argon2id$v=19$m=65536,t=3,p=4$salt$tag`).
 public struct Argon2idHasher: PasswordHasher {

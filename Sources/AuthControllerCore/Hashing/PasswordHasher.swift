@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Turns passwords into stored secrets and checks passwords against them.
 public protocol PasswordHasher: Sendable {
     /// A new encoded hash of `password` with a fresh random salt. Blocks for the hashing time.

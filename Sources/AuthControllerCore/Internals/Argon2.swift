@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CArgon2
 
 /// Thin adapters over libargon2, the reference Argon2 implementation.

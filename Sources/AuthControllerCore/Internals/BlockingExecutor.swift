@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Dispatch
 
 /// Runs async work whose steps block between its suspensions — a token refresh reads the

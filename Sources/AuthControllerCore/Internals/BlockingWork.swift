@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Dispatch
 
 /// Runs blocking work — a Secret Service call that waits for its reply, Argon2, a wait for a

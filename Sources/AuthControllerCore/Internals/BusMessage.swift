@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The D-Bus message format (the D-Bus specification, "Message Protocol"), only as much of it as
 /// ``BareBusConnection`` needs: method calls whose arguments are strings and string
 /// dictionaries, and replies read as arrays of object paths and a boolean in a variant.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGLib
 
 /// Programs started and left to run by themselves: the person's browser.

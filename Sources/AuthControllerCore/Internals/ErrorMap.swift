@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGLib
 
 /// The one map from a GLib error to an ``AuthError``: what a deadline, a missing bus, a

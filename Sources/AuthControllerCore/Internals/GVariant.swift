@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGLib
 
 // Building and reading GVariants: the values D-Bus messages carry.

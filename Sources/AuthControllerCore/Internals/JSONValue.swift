@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// Any JSON value: to read a document of someone else's (a Docker config.json) and write it

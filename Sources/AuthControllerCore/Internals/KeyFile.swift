@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGLib
 
 /// A GLib key file, kept whole so that groups, keys and comments authctl does not know are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Text for HTML, and for the markup of notification bodies, which is a small part of it; also
 /// for XML, such as the sandbox's bus configuration. `package`: the sandbox uses it.
 package enum Markup {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGLib
 
 /// The reads of the Secret Service's D-Bus API (freedesktop.org Secret Service specification)

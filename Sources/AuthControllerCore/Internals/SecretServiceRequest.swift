@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGLib
 
 /// A call of the Secret Service that authctl makes both through GDBus and without GIO

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 internal import CGnuTLS
 
 /// JWS signature checks through GnuTLS, loaded on the first check (see `CGnuTLS/shim.h`). The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The keyring items of one service, holding `Codable` values: what an app keeps per account —
 /// an API key, a refresh token, a small settings blob — in the desktop's Secret Service, one
 /// call per operation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The program that serves the Secret Service: each has its own habits, and the advice a person
 /// needs names the program they run.
 enum SecretServiceImplementation: Equatable, Sendable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The desktop Secret Service — gnome-keyring, KWallet, KeePassXC — or libsecret's file keyring.
 /// Items live in the default collection, with the schema `io.github.authctl.Password` and the
 /// attributes `service` and `account`, so `secret-tool lookup service S account A` prints the

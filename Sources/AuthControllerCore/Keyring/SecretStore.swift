@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// Where an item lives in the keyring: a service's account, and for the tokens of a service

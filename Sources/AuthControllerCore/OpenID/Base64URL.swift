@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// The URL-safe base64 alphabet without padding (RFC 4648 §5), as JOSE (RFC 7515 §2) and PKCE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// The claims about a person that an OpenID provider made: an ID token's payload or a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// OpenID Connect Discovery 1.0: the provider's endpoints, read from

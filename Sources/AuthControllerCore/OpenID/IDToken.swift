@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// OpenID Connect ID tokens (OpenID Connect Core 1.0 §2, §3.1.3.7): a JWS in compact form

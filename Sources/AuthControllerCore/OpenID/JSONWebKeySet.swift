@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// The signature algorithms an ID token may be signed with (RFC 7518 §3, RFC 8037 §3.1): RSA

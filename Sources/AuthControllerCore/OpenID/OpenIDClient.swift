@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// The requests of an OpenID Connect sign-in at one provider: the authorization URL of the

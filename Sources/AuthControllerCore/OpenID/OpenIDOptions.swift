@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What a binding to an OpenID Connect provider adds to ``ServerBinding``: the options given
 /// (settings keys `account-claim`, `device-authorization-url`, `redirect-port`) and what
 /// discovery found (``provider``).

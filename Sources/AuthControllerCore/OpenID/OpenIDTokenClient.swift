@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Refresh and revocation at an OpenID provider: RFC 6749's refresh at the discovered token
 /// endpoint, with the new ID token checked against the stored one (OpenID Connect Core §12.2),
 /// and RFC 7009's revocation at the discovered revocation endpoint (or the revoke URL given).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The page the browser shows once the provider sent the person back to authctl: the truth
 /// about the sign-in, in words a person reads, with nothing from the provider that is not escaped.
 enum SignInPage {

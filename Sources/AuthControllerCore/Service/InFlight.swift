@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The work under way in `serve`: method calls being answered and background refreshes.

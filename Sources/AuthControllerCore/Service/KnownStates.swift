@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// The services' states as the last re-read found them, for answering `GetStatus` without the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Telling the person on the desktop when a session ends without their asking.
 extension LoginService {
     /// The app's name on its notifications, and the desktop entry that names its icon.

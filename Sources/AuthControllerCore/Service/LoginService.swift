@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// `authctl serve` (`authctl.serve(1)`): the login state as a D-Bus service that owns the name

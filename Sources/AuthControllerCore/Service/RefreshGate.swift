@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// Whether the refreshes of a task (and of the tasks it starts) may still send a request to a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// When a service needs `serve`'s run loop again: its token's refresh time and its session's
 /// end (wall clock, µs since the epoch).
 struct Schedule: Sendable, Equatable {

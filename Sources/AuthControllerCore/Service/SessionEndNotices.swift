@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What `serve` tells the person on the desktop about sessions that ended without their asking,
 /// decided from what it sees — its own events, signals from other processes, its re-reads of the
 /// settings, and the notification server's signals — with no I/O of its own: the run loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The record of a service ↔ its group in the settings key file.
 extension KeyFileSettingsStore {
     /// Why the settings file cannot be read: GLib's parse error, or a key whose value authctl

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The settings directory's and file's safety checks, and the atomic replacement of the file.
 extension KeyFileSettingsStore {
     /// Refuses an unsafe directory; returns whether it exists.

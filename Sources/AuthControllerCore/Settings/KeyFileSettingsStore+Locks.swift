@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The settings lock and the refresh locks: `flock`s polled with back-off until a deadline.
 extension KeyFileSettingsStore {
     /// Waits for the lock up to `lockTimeout` by blocking the calling thread (a lock held by

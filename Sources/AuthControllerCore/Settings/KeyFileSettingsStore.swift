@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The settings file: a GLib key file at `DIRECTORY/settings.ini` with one group per service,
 /// written atomically, guarded by an exclusive `flock` on `DIRECTORY/settings.lock`.
 ///

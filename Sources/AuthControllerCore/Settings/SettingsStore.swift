@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One service's group of the settings file: who is signed in, the event sequence, and — for a
 /// service bound to a token server — the binding and what is known of the tokens' lifetimes.
 public struct SessionRecord: Equatable, Sendable {

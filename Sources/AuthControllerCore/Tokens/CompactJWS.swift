@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A JWS in compact serialisation (RFC 7515 §7.1): header, payload and signature, each in
 /// base64url, joined by `.`. Split here and decoded part by part; nothing is verified.
 struct CompactJWS {

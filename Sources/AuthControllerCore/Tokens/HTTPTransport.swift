@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One request to a token server or an OpenID provider: a POST of a form or JSON, or a GET
 /// (discovery, keys, userinfo).
 public struct HTTPRequest: Sendable {

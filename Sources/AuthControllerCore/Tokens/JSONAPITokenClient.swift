@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// A plain JSON API as many app back ends have (protocol `json`): `login` and

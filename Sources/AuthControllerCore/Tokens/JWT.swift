@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// Just enough of JSON Web Tokens (RFC 7519) to schedule refreshes: the numeric `exp` claim

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// RFC 6749's password and refresh-token grants at a token endpoint, and RFC 7009's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The refresh in flight in this process, so that concurrent tasks share one (the refresh lock
 /// file does the same across processes).
 actor RefreshFlight {

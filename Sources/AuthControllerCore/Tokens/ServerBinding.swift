@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The token server a service is bound to, as kept in the service's settings
 /// group (`server`, `protocol`, `client-id`, `scope`, `revoke-url`, and for an OpenID Connect
 /// provider the keys of ``OpenIDOptions``). It outlives sign-out.

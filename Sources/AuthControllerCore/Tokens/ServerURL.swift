@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
 
 /// The URL of a token server (or of its revocation endpoint), checked and normalised:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The secret part of a signed-in account of a bound service, kept as one keyring item
 /// (never in a file): a JSON object with `accessToken`, `refreshToken` (may be absent) and
 /// `tokenType`, and from an OpenID provider `idToken` and `subject`.

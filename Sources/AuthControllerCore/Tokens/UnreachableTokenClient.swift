@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The token client of a controller made without a transport: every call fails.
 struct UnreachableTokenClient: TokenClient {
     private static let failure = AuthError.unavailable("this program cannot reach token servers (no HTTP transport was given)")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 public import FoundationEssentials
 
 /// A container registry as docker, podman and skopeo name it to a credential helper: `HOST` or

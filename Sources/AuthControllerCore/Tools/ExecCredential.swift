@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 public import FoundationEssentials
 
 /// What a kubectl exec credential plugin answers (`client.authentication.k8s.io`'s

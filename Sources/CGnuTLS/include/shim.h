@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GnuTLS (libgnutls.so.30), which checks the signatures of OpenID Connect ID tokens, loaded with
 // dlopen by the first verification: a library linked into the binary is loaded by every command at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // libsecret-1, the Secret Service client every GNOME program and every Secret Service
 // implementation is tested with: authctl stores, deletes and unlocks through it, so its prompts,

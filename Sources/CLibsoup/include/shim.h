@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // libsoup-3.0, the HTTP client authctl uses to reach token servers, loaded with dlopen on the
 // first request: a library linked into the binary is loaded by every command at start-up, and

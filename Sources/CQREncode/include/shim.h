@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // libqrencode, which draws the QR code of the device flow's verification URI, loaded with dlopen when
 // a QR code is drawn: a library linked into the binary is loaded by every command at start-up, and

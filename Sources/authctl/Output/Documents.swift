@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import AuthControllerCore
 
 // The `--json` documents of the commands (their man pages, `authctl.COMMAND(1)`), one type each,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Encodes an `Encodable` value as one line of JSON, keeping object keys in the order the
 /// value encodes them (declaration order, for synthesised conformances), as the manual lists
 /// them. Foundation's `JSONEncoder` keeps no order (only `.sortedKeys`) and would bring

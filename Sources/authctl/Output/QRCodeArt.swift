@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import AuthControllerCore
 
 /// A QR code drawn with text for a terminal: Unicode half blocks (`▀`, `▄`, `█` and space), two

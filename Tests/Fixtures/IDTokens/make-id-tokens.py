@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes id-tokens.json: the keys and signed ID tokens of the ID-token verification tests
 (Tests/AuthControllerTests/IDTokenTests.swift).
 

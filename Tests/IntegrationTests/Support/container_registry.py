@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A container registry for authctl's tests, on 127.0.0.1: Debian's real `docker-registry`
 (distribution 2.8) with token authentication, beside a token service that hands out registry
 tokens to whoever sends HTTP Basic credentials whose password is an access token the identity

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A git smart-HTTP server for authctl's tests, on 127.0.0.1: the repositories under ROOT,
 served by `git http-backend`, to whoever sends HTTP Basic credentials whose password is an
 access token the identity provider accepts.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A Kubernetes API server for authctl's tests, on 127.0.0.1 over HTTPS: just enough of the API
 for the real kubectl (Debian 12's 1.20) to run `kubectl get namespaces` and `kubectl version`,
 to whoever sends a Bearer token the test identity provider stands behind, judged as the API

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The other end of a desktop notification, on a test's private bus: the real dunst under Xvfb, a
 monitor of the bus's notification traffic, a client, and notification servers and peers that
 misbehave. NotificationServer.swift and NotificationPeers.swift start them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A scripted OpenID Connect provider for authctl's fault tests, on 127.0.0.1: it answers as a
 test tells it to, including the faults no real provider produces on demand, and logs every request.
 

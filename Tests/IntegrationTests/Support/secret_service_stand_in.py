@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A Secret Service that does not know a caller at first, as gnome-keyring sometimes does not.
 
 usage: secret_service_stand_in.py BUS_ADDRESS REFUSALS [METHOD [MESSAGE]]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How the Python test servers beside this file run: on 127.0.0.1, saying their port, until
 the test that started them closes their stdin; how they answer (`Handler`), and what they note of
 each request for the test (`Record`)."""

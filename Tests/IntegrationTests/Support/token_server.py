@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A token server for authctl's tests and demo, on 127.0.0.1: both protocols authctl speaks
 (the README, "Remote accounts: a token server"), with knobs for what a test needs a server to do,
 and a log of every request.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The person's browser, for a client that opens one with the authorization URL (BROWSER=browser-stand-in):
 signs in at the test identity provider, approves or refuses at its consent page, and follows the
 redirect to the client's loopback callback, whose answer goes to IDP_RESULT as JSON:

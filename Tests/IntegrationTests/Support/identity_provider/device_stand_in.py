@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The person on their other device, for the device flow:
 
   device_stand_in.py VERIFICATION_URI [USER_CODE]

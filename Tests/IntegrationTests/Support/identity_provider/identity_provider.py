@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A real OpenID Connect provider for authctl's tests: django-oauth-toolkit on 127.0.0.1, with its
 database in a folder of the caller's and its people and clients made at start (README.md beside
 this file says what it serves and how to drive it).

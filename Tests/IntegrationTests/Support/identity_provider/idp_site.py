@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Django side of the test identity provider (see identity_provider.py and README.md): the URL
 map, the claims, the login backend, and the test-only views that count and log requests.
 

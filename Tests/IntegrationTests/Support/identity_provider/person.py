@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The person at the test identity provider, played over plain HTTP (Python's standard library
 only): a cookie jar, redirects followed one at a time so the walk can stop at the client's
 loopback callback, and the provider's forms read and filled in as a browser would.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Proves the test identity provider and its stand-ins by hand, with no authctl: starts the
 provider, plays both flows as a client would, and prints each fact it checked with its timing.
 
