@@ -108,13 +108,6 @@ struct ServeTests {
         #expect(error.map { text.isEmpty || $0.message.contains(text) } == true, "\(run)", sourceLocation: sourceLocation)
     }
 
-    /// Waits until the scenario's access token has expired, by the expiry `status` reports.
-    func waitUntilExpired(_ scenario: Scenario) async throws {
-        let expiry = try #require(json(try await scenario.authctl("status", "--json"))["accessTokenExpiresAt"] as? String)
-        let expiresAt = try #require(Timestamp.microseconds(rfc3339: expiry))
-        try await sleepUntilWallClock(expiresAt + 1_001)
-    }
-
     // MARK: - Methods
 
     @Test("a local service: GetStatus as `status --json` (µs, nulls left out), ListAccounts sorted, SignOut with one event; InvalidInput and NotSignedIn")
@@ -218,7 +211,7 @@ struct ServeTests {
           arguments: ["Unavailable", "Denied", "Protocol", "Timeout"])
     func tokenErrors(_ family: String) async throws {
         let server = try await TokenServer()
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 2])
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 3600])
         let (scenario, fixture) = try await SharedServe.scenario()
         let service = scenario.service
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
@@ -227,14 +220,13 @@ struct ServeTests {
         case "Unavailable": server.stop()
         case "Protocol": try server.configure(["scripted": Array(repeating: ["status": 200, "body": "not json"], count: 40)])
         case "Timeout": try server.configure(["refresh_delay": SharedServe.serverTimeout + 3])
-        default:
-            // serve's own refresh at 80% of the lifetime meets the refusal; GetToken waits for it.
-            try server.configure(["revoke_all": true, "refresh_delay": 3])
+        default: try server.configure(["revoke_all": true, "refresh_delay": 3])
         }
+        // The token expired: serve, which reads the settings file again when it changes, refreshes
+        // it at once and meets the failure; GetToken finds it failed, or waits for it.
+        try scenario.expireAccessToken()
         if family == "Denied" {
             #expect(await eventually(within: .seconds(20)) { (try? server.count("refresh")) ?? 0 >= 1 })
-        } else {
-            try await waitUntilExpired(scenario)
         }
         // Started at once, not queued behind other tests' processes: Denied must arrive while
         // serve's refused refresh is still under way.
@@ -466,21 +458,15 @@ struct ServeTests {
     @Test("single flight: GetToken calls and `authctl token` processes on an expired token make one refresh request and get one token")
     func singleFlight() async throws {
         let server = try await TokenServer()
-        // serve refreshes the token itself at 80 % of its life (8 s), and that refresh is still
-        // under way (3 s, within serve's 4 s deadline) when the token expires and the callers
-        // come: they share it. It starts after the server is set to its slow, long-lived answers
-        // below, however loaded the machine (a 2 s token left too little time for that, and a
-        // refresh before it made two).
-        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 10])
+        try server.configure(["accounts": ["alice": "pw"], "access_lifetime": 3600])
         let (scenario, _) = try await SharedServe.scenario()
         try await scenario.authctl("sign-in", "alice", "--server", server.oauth2, "--password-stdin", stdin: "pw").expect(0)
-        // The token expires 10 s after the sign-in's answer, so 10 s after this at the latest.
-        let afterSignIn = Posix.wallClockMicroseconds()
-        // The refreshed token lives long, so a late caller finds it fresh; the refresh is slow,
-        // so callers arrive while it is under way.
+        // The refreshed token lives long, so a late caller finds it fresh; the refresh is slow
+        // (3 s, within serve's 4 s deadline), so callers arrive while it is under way.
         try server.configure(["access_lifetime": 300, "refresh_delay": 3])
-        // Not the expiry `status` reports: serve's own refresh may have replaced it by then.
-        try await sleepUntilWallClock(afterSignIn + 10_500_000)
+        // The token expired: serve, which reads the settings file again when it changes, starts
+        // its own refresh, and the callers below share it or find its result.
+        try scenario.expireAccessToken()
         // serve's own refresh may be under way, done, or (on a machine loaded with the whole
         // suite) still to come; whichever it is, the ten callers share one refresh at most.
         let refreshesBefore = try server.count("refresh")

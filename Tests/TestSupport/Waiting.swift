@@ -15,13 +15,3 @@ public func eventually(within limit: Duration, pollingEvery interval: Duration =
     }
     return try await condition()
 }
-
-/// Lets real time pass until the wall clock reads `microseconds` since the epoch (a token's
-/// expiry, say): a sleep for the time left, again only if the clock was set back meanwhile.
-public func sleepUntilWallClock(_ microseconds: UInt64) async throws {
-    while true {
-        let now = AuthController.systemClock()
-        guard now < microseconds else { return }
-        try await Task.sleep(for: .microseconds(microseconds - now))
-    }
-}

@@ -75,7 +75,9 @@ struct Scenario {
     }
 
     var serviceName: ServiceName { ServiceName(rawValue: service)! }
-    var settingsDirectory: String { configHome + "/authctl" }
+    /// The settings folder the scenario's commands use: its own, or the one another
+    /// `XDG_CONFIG_HOME` in ``extraEnvironment`` names (serve's tests share serve's).
+    var settingsDirectory: String { (extraEnvironment["XDG_CONFIG_HOME"] ?? configHome) + "/authctl" }
     var settingsFile: String { settingsDirectory + "/settings.ini" }
 
     var environment: [String: String] {
@@ -104,6 +106,28 @@ struct Scenario {
         let run = try await gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
                             "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
         #expect(run.status == 0, "\(run)")
+    }
+
+    /// Writes the access token's expiry into the settings file (µs since the epoch), under the
+    /// settings lock as authctl writes it: the test makes the state it needs — a token that is
+    /// due, or one that has expired — by the clock authctl reads from its store, instead of
+    /// waiting for the wall clock to reach it, which a loaded machine makes late. The token
+    /// server still takes the token: only authctl's view of its life changes.
+    /// `service` is another service sharing this scenario's settings folder, when given.
+    func setAccessExpiry(_ microseconds: UInt64, service: String? = nil) throws {
+        let name = try #require(ServiceName(rawValue: service ?? self.service))
+        let store = KeyFileSettingsStore(directory: settingsDirectory)
+        try store.withExclusiveLock { () throws(AuthError) in
+            var record = try store.read(service: name).record
+            #expect(record.user != nil && record.tokenTimes != nil, "nobody with tokens is signed in to \(name)")
+            record.tokenTimes?.accessExpiresAt = microseconds
+            try store.save(record, service: name)
+        }
+    }
+
+    /// Makes the access token expired a second ago, as ``setAccessExpiry(_:service:)`` does.
+    func expireAccessToken(service: String? = nil) throws {
+        try setAccessExpiry(AuthController.systemClock() - 1_000_000, service: service)
     }
 
     /// Points the bus address, and GLib's `$XDG_RUNTIME_DIR/bus` fallback, at nothing.
