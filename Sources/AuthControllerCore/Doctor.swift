@@ -145,9 +145,9 @@ package struct Doctor: Sendable {
     private func lockedCheck(_ keyring: SecretServiceStore, _ implementation: SecretServiceImplementation) -> Check {
         do throws(AuthError) {
             if try keyring.isLocked() {
-                let fix: AuthError.Message = implementation.hasOwnUnlockAdvice
-                    ? "unlock it: \(implementation.unlockAdvice)"
-                    : "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring"
+                let fix: AuthError.Message = implementation == .gnomeKeyring
+                    ? "unlock it: log in to the desktop, or open Seahorse (Passwords and Keys) and unlock the Login keyring"
+                    : "unlock it: \(implementation.unlockAdvice)"
                 return fail("collection-unlocked", "the default collection is locked", fix: fix,
                             .unavailable("the default collection is locked"))
             }

@@ -99,6 +99,12 @@ struct SecretServiceImplementationTests {
         let events = try await BusMonitor(scenario, rules: ["type='signal',interface='io.github.authctl.AuthController1',member='LoginStatusChanged'"])
         let settings = try String(contentsOfFile: scenario.settingsFile, encoding: .utf8)
 
+        // Where a person unlocks it: each program's own place, never another desktop's.
+        let fix = switch implementation {
+        case .kwallet: "KWallet Manager"
+        case .keePassXC, .keePassXCDefaults: "in KeePassXC"
+        default: "Seahorse"
+        }
         try await keyring.lock()
         var run = try await scenario.authctl("status")
         #expect(run.status == 0, "\(run)")
@@ -110,6 +116,7 @@ struct SecretServiceImplementationTests {
             run = try await scenario.authctl(arguments, input: Array("pw".utf8))
             #expect(run.status == 69, "\(arguments): \(run)")
             #expect(run.stderr.contains("locked"), "\(arguments): \(run)")
+            #expect(run.stderr.contains(fix), "the fix for \(implementation) names \(fix): \(arguments): \(run)")
             #expect(run.seconds < 5, "\(arguments): \(run)")
         }
         // serve read the locked keyring (its GetStatus answers from a re-read) and ended nothing.

@@ -45,16 +45,13 @@ enum SecretServiceImplementation: Equatable, Sendable {
         }
     }
 
-    /// Whether its lock needs advice of its own (``unlockAdvice``); any other is unlocked as
-    /// gnome-keyring's is.
-    var hasOwnUnlockAdvice: Bool { self == .kwallet || self == .keePassXC }
-
     /// What unlocks its default collection, for a person.
     var unlockAdvice: String {
         switch self {
         case .kwallet:
             "KWallet reports the wallet locked after a login until a program asks it to unlock, which it then does without a dialog: open the wallet in KWallet Manager (kwalletmanager5)"
         case .keePassXC: "unlock the database in KeePassXC"
+        case .other(let name): "unlock the default collection in \(name)"
         default: "unlock the login keyring (e.g. in Seahorse)"
         }
     }
@@ -65,6 +62,7 @@ enum SecretServiceImplementation: Equatable, Sendable {
         case .kwallet:
             "create a wallet in KWallet Manager (kwalletmanager5); a wallet created at login is offered to other programs only once kwalletd5 has restarted"
         case .keePassXC: "unlock the database and expose a group to other programs under Tools → Settings → Secret Service Integration"
+        case .other(let name): "make a default collection in \(name)"
         default: "create a default keyring, e.g. a \"Login\" keyring in Seahorse (Passwords and Keys)"
         }
     }
@@ -76,6 +74,7 @@ enum SecretServiceImplementation: Equatable, Sendable {
             "unlock the database, expose a group, and turn off the confirmations of access and deletion under Tools → Settings → Secret Service Integration"
         case .kwallet: "check kwalletd5's output (`journalctl --user` on a systemd desktop)"
         case .fileKeyring: "check that the file keyring's folder is writable and its master password is the one it was made with"
+        case .other(let name): "check \(name)'s logs (`journalctl --user` on a systemd desktop)"
         default: "check the Secret Service provider's logs (`journalctl --user -u gnome-keyring-daemon`)"
         }
     }

@@ -383,13 +383,26 @@ public struct SecretServiceStore: SecretStore {
                           detail: error.detail)
     }
 
+    /// The program that serves the Secret Service, asked only when a message needs its advice:
+    /// a fix names the program a person runs (KWallet Manager, KeePassXC's settings, Seahorse).
+    /// gnome-keyring's advice when it cannot be told.
+    private func implementation() -> SecretServiceImplementation {
+        SecretServiceImplementation.owner(on: bus, timeout: callTimeout)?.implementation ?? .gnomeKeyring
+    }
+
     /// "Locked", with the advice that fits the program that serves the Secret Service (KWallet
     /// reports its wallet locked after every login until a program asks it to unlock).
     private func lockedError(listing: Bool = false) -> AuthError {
-        guard let owner = SecretServiceImplementation.owner(on: bus, timeout: callTimeout)?.implementation,
-              owner.hasOwnUnlockAdvice else { return listing ? .keyringLockedForListing : .keyringLocked }
+        let owner = implementation()
         if listing { return .unavailable("the keyring is locked, so account ids cannot be listed; \(owner.unlockAdvice) and try again") }
         return .unavailable("the keyring is locked and no unlock prompt can be shown; \(owner.unlockAdvice), or \(hint: .allowUnlockPrompt)")
+    }
+
+    /// No default collection, with the advice that fits the program that serves the Secret
+    /// Service (KWallet offers a wallet made at login only after it restarts; KeePassXC only
+    /// once a group is exposed).
+    private func noDefaultCollectionError() -> AuthError {
+        .unavailable("the Secret Service has no default collection; \(implementation().collectionAdvice), or run \(hint: .sandbox)")
     }
 
     /// The default collection's own path for an undo (libsecret would otherwise write through the
@@ -399,9 +412,6 @@ public struct SecretServiceStore: SecretStore {
     }
 
     // MARK: - Steps
-
-    private static let noDefaultCollection = AuthError.unavailable(
-        "the Secret Service has no default collection; create one (e.g. a \"Login\" keyring in Seahorse), or run \(hint: .sandbox)")
 
     /// The default collection's own object path and whether it is locked: `ReadAlias("default")`
     /// — the first call on a connection is a method call, which gnome-keyring needs to set up a
@@ -420,7 +430,7 @@ public struct SecretServiceStore: SecretStore {
             if let locked { return (path, locked) }
             if attempt == 2 { break }
         }
-        throw Self.noDefaultCollection
+        throw noDefaultCollectionError()
     }
 
     /// The default collection's object path, unlocked: libsecret shows the unlock prompt if it is
