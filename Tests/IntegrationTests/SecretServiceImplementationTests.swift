@@ -273,6 +273,29 @@ struct SecretServiceImplementationTests {
         #expect(run.status == 69 && run.stdout.contains("fail session-bus"), "\(run)")
     }
 
+    // KeePassXC goes on offering a deleted group as its default collection, so only the two whose
+    // default can be taken away here are tried.
+    @Test("no default collection (a KWallet wallet not yet offered): sign-in, accounts and forget are 69 with that program's own fix",
+          arguments: [Implementation.gnomeKeyring, .kwallet])
+    func noDefaultCollection(_ implementation: Implementation) async throws {
+        let keyring = try await KeyringUnderTest.start(implementation)
+        defer { Task { await keyring.stop() } }
+        let scenario = try await keyring.scenario()
+        let alias = try await scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                                             "--method", "org.freedesktop.Secret.Service.ReadAlias", "default")
+        let collection = try #require(alias.stdout.split(separator: "'").dropFirst().first.map(String.init), "\(alias)")
+        let deleted = try await scenario.gdbus("call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", collection,
+                                               "--method", "org.freedesktop.Secret.Collection.Delete")
+        #expect(deleted.status == 0, "\(deleted)")
+        let fix = implementation == .kwallet ? "KWallet Manager" : "Seahorse"
+        for arguments in [["sign-in", "a", "--password-stdin"], ["accounts"], ["forget", "a"]] {
+            let run = try await scenario.authctl(arguments, input: Array("pw".utf8))
+            #expect(run.status == 69, "\(arguments): \(run)")
+            #expect(run.stderr.contains("no default collection"), "\(arguments): \(run)")
+            #expect(run.stderr.contains(fix), "the fix for \(implementation) names \(fix): \(arguments): \(run)")
+        }
+    }
+
     @Test("doctor names the implementation and passes on each", arguments: openToEveryClient)
     func doctorNamesIt(_ implementation: Implementation) async throws {
         let keyring = try await KeyringUnderTest.start(implementation)
