@@ -22,6 +22,7 @@ enum { SECRET_SCHEMA_DONT_MATCH_NAME = 1 << 1 };
 enum { SECRET_SEARCH_ALL = 1 << 1 };
 enum { SECRET_SERVICE_NONE = 0, SECRET_SERVICE_OPEN_SESSION = 1 << 1 };
 enum { SECRET_ITEM_CREATE_NONE = 0 };
+enum { SECRET_ITEM_NONE = 0 };
 
 static struct {
     gboolean (*storev_binary_sync)(const SecretSchema *, GHashTable *, const gchar *, const gchar *, SecretValue *,
@@ -34,10 +35,13 @@ static struct {
     GType (*item_get_type)(void);
     gboolean (*item_get_locked)(gpointer);
     gboolean (*item_delete_sync)(gpointer, GCancellable *, GError **);
+    gpointer (*item_new_for_dbus_path_sync)(SecretService *, const gchar *, int, GCancellable *, GError **);
     SecretValue *(*value_new)(const gchar *, gssize, const gchar *);
     const gchar *(*value_get)(SecretValue *, gsize *);
     void (*value_unref)(gpointer);
     SecretService *(*service_get_sync)(int, GCancellable *, GError **);
+    SecretService *(*service_open_sync)(GType, const gchar *, int, GCancellable *, GError **);
+    GType (*service_get_type)(void);
     gint (*service_unlock_dbus_paths_sync)(SecretService *, const gchar **, GCancellable *, gchar ***, GError **);
     gchar *(*service_create_item_dbus_path_sync)(SecretService *, const gchar *, GHashTable *, SecretValue *, int, GCancellable *,
                                                  GError **);
@@ -61,10 +65,13 @@ static void load(void) {
     SYMBOL(item_get_type, "secret_item_get_type")
     SYMBOL(item_get_locked, "secret_item_get_locked")
     SYMBOL(item_delete_sync, "secret_item_delete_sync")
+    SYMBOL(item_new_for_dbus_path_sync, "secret_item_new_for_dbus_path_sync")
     SYMBOL(value_new, "secret_value_new")
     SYMBOL(value_get, "secret_value_get")
     SYMBOL(value_unref, "secret_value_unref")
     SYMBOL(service_get_sync, "secret_service_get_sync")
+    SYMBOL(service_open_sync, "secret_service_open_sync")
+    SYMBOL(service_get_type, "secret_service_get_type")
     SYMBOL(service_unlock_dbus_paths_sync, "secret_service_unlock_dbus_paths_sync")
     SYMBOL(service_create_item_dbus_path_sync, "secret_service_create_item_dbus_path_sync")
     SYMBOL(error_get_quark, "secret_error_get_quark")
@@ -176,6 +183,18 @@ gboolean authctl_secret_item_secret(AuthctlSecretItem *item, guint8 **bytes, gsi
     memcpy(*bytes, data, *length);
     secret.value_unref(value);  // libsecret wipes its copy as it frees it
     return TRUE;
+}
+
+gboolean authctl_secret_item_secret_at(const char *path, guint8 **bytes, gsize *length, GCancellable *cancellable, GError **error) {
+    // A service object of its own, not the shared default: the items found through that one keep
+    // it (an item holds only a weak pointer to its service), and this one's session is new.
+    SecretService *service = secret.service_open_sync(secret.service_get_type(), NULL, SECRET_SERVICE_OPEN_SESSION, cancellable, error);
+    if (!service) return FALSE;
+    gpointer item = secret.item_new_for_dbus_path_sync(service, path, SECRET_ITEM_NONE, cancellable, error);
+    gboolean read = item && authctl_secret_item_secret(item, bytes, length, cancellable, error);
+    if (item) g_object_unref(item);
+    g_object_unref(service);  // only after the read: the item holds a weak pointer to it
+    return read;
 }
 
 void authctl_secret_wipe_free(guint8 *bytes, gsize length) {

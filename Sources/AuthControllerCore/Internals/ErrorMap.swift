@@ -108,6 +108,19 @@ extension GLibError {
          "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ChildExited"].contains(remoteName ?? "")
             || (domain == .dbus && [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER].map { Int32($0.rawValue) }.contains(code))
     }
+
+    /// KWallet refused libsecret's encrypted session, so the call was not carried out: about one
+    /// `OpenSession` in a hundred sends a Diffie-Hellman public key one byte short (its leading
+    /// zero byte dropped), which KWallet answers "Client public key size is invalid", and now and
+    /// then KWallet loses a session it opened ("Can't find session …") and refuses a write made
+    /// in it. A call on a new session goes through. Matched by name and words, so that no other
+    /// refusal is taken for one. libsecret hands the first on without its D-Bus name (as GIO's
+    /// `INVALID_ARGS`).
+    var isRefusedSession: Bool {
+        let invalidArguments = remoteName == "org.freedesktop.DBus.Error.InvalidArgs"
+            || (domain == .dbus && code == Int32(G_DBUS_ERROR_INVALID_ARGS.rawValue))
+        return (invalidArguments && message.contains("public key")) || message.hasPrefix("Can't find session")
+    }
 }
 
 /// `5` rather than `5.0`, `0.5` as is.

@@ -41,6 +41,10 @@ struct GLibError: Error, Sendable {
     /// libsecret's `SECRET_ERROR_IS_LOCKED`: the item or collection stayed locked.
     var isSecretServiceLocked: Bool { domain == .secret && code == 2 }
 
+    /// libsecret's `SECRET_ERROR_PROTOCOL`: what the service sent does not decode — among other
+    /// causes, a secret encrypted with a key the two sides derived differently.
+    var isSecretServiceProtocolError: Bool { domain == .secret && code == 1 }
+
     var isCancelled: Bool { domain == .io && code == Int32(G_IO_ERROR_CANCELLED.rawValue) }
 
     /// Copies and frees `error`. The corresponding C function is `g_error_free`.

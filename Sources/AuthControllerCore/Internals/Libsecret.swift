@@ -91,6 +91,19 @@ enum Libsecret {
         return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
     }
 
+    /// The secret of the item at `path`, found anew through a service object of its own, with a
+    /// new session; the default service and the items found through it stay as they are. The
+    /// corresponding C functions are `secret_service_open_sync`, `secret_item_new_for_dbus_path_sync`
+    /// and `secret_retrievable_retrieve_secret_sync`.
+    static func secret(ofItemAt path: String, _ deadline: Deadline) throws(GLibError) -> [UInt8] {
+        var bytes: UnsafeMutablePointer<guint8>?
+        var length: gsize = 0
+        _ = try withGError { authctl_secret_item_secret_at(path, &bytes, &length, deadline.cancellable, $0) }
+        defer { authctl_secret_wipe_free(bytes, length) }
+        guard let bytes else { return [] }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
+    }
+
     /// Stores `secret` as an item of `schema` with `attributes` (and `xdg:schema`), in the
     /// collection at `collection` (`nil`: the default), performing any prompt the service
     /// returns. The service's own `replace` applies, which implementations read differently: the

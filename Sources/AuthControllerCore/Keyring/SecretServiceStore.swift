@@ -154,9 +154,7 @@ public struct SecretServiceStore: SecretStore {
         if backend == .fileKeyring {
             let items = try libsecretItems(of: key)
             guard let item = items.first else { return nil }
-            return try libsecret("read the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
-                try Libsecret.secret(of: item, deadline)
-            }
+            return try readSecret(of: item, "read the secret of \(key)", timeout: callTimeout)
         }
         // The lock state first: a locked collection may hide its items (KeePassXC's answers an
         // empty search), or hold a search behind its unlock dialog (KeePassXC's by default).
@@ -254,9 +252,7 @@ public struct SecretServiceStore: SecretStore {
             // A read that fails is that error, not an item that was not kept.
             let stored: [UInt8]
             do {
-                stored = try libsecret("read back the secret of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
-                    try Libsecret.secret(of: item, deadline)
-                }
+                stored = try readSecret(of: item, "read back the secret of \(key)", timeout: callTimeout)
             } catch {
                 removeCreated()
                 throw error
@@ -300,9 +296,7 @@ public struct SecretServiceStore: SecretStore {
         }
         for item in items {
             // Read first, so that a delete carried out after its deadline can be undone.
-            let saved = item.locked ? nil : try libsecret("read the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in
-                try Libsecret.secret(of: item, deadline)
-            }
+            let saved = item.locked ? nil : try readSecret(of: item, "read the item of \(key)", timeout: callTimeout)
             do {
                 try libsecret("delete the item of \(key)", timeout: promptAllowed ? promptTimeout : callTimeout) { deadline throws(GLibError) in
                     try Libsecret.delete(item, deadline)
@@ -340,9 +334,7 @@ public struct SecretServiceStore: SecretStore {
         let timeout = max(callTimeout, 5)
         guard let items = try? libsecretItems(of: key, timeout: timeout) else { return false }
         for item in items where !item.locked {
-            guard let stored = try? libsecret("undo a late write", timeout: timeout, { deadline throws(GLibError) in
-                try Libsecret.secret(of: item, deadline)
-            }) else { return false }
+            guard let stored = try? readSecret(of: item, "undo a late write", timeout: timeout) else { return false }
             guard stored == written else { continue }
             let undone: Void?
             if let previous {
@@ -513,9 +505,10 @@ public struct SecretServiceStore: SecretStore {
                 return value
             case .some(.failure(let error)):
                 // A Secret Service that restarted since libsecret met it: libsecret still calls the
-                // old one (serve and apps outlive a keyring's restart). Once more, on a fresh start;
-                // the call reached no service, so nothing was done twice.
-                if error.isNoOwner && !sentAgain && backend == .secretService {
+                // old one (serve and apps outlive a keyring's restart); or a session KWallet
+                // refused. Once more, on a fresh start; the call was not carried out, so nothing
+                // was done twice.
+                if (error.isNoOwner || error.isRefusedSession) && !sentAgain && backend == .secretService {
                     sentAgain = true
                     Libsecret.disconnect()
                     continue
@@ -529,6 +522,24 @@ public struct SecretServiceStore: SecretStore {
                 throw ErrorMap.authError(error, from: .secretService, while: what, deadline: deadline)
             case .none:
                 throw ErrorMap.wentAway(on: .secretService, while: what)
+            }
+        }
+    }
+
+    /// The secret of `item`, read through libsecret. libsecret's encrypted session with KWallet
+    /// fails about one key exchange in a hundred: KWallet refuses it (see `isRefusedSession`),
+    /// or the two sides derive different keys (a Diffie-Hellman value with a leading zero byte is
+    /// read shorter on one side than on the other) and every read on that session comes back
+    /// undecodable. So such a read is made once more on a new session, the item found again at
+    /// its path through a service object of its own (an item keeps the session it was found
+    /// with). A read changes nothing, so nothing is done twice.
+    private func readSecret(of item: Libsecret.Item, _ what: String, timeout: Double) throws(AuthError) -> [UInt8] {
+        try libsecret(what, timeout: timeout) { deadline throws(GLibError) in
+            do throws(GLibError) {
+                return try Libsecret.secret(of: item, deadline)
+            } catch {
+                guard error.isSecretServiceProtocolError || error.isRefusedSession, let path = item.path else { throw error }
+                return try Libsecret.secret(ofItemAt: path, deadline)
             }
         }
     }

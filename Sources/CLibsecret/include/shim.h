@@ -64,6 +64,11 @@ gboolean authctl_secret_item_locked(AuthctlSecretItem *item);
 gboolean authctl_secret_item_secret(AuthctlSecretItem *item, guint8 **secret, gsize *length, GCancellable *cancellable,
                                     GError **error);
 
+/// The secret of the item at `path`, read on a new service object with a new session
+/// (`secret_service_open_sync`, `secret_item_new_for_dbus_path_sync`, then as
+/// `authctl_secret_item_secret`), or FALSE with `error` set.
+gboolean authctl_secret_item_secret_at(const char *path, guint8 **secret, gsize *length, GCancellable *cancellable, GError **error);
+
 /// Overwrites and frees a secret copied out by `authctl_secret_item_secret`.
 void authctl_secret_wipe_free(guint8 *secret, gsize length);
 

@@ -85,6 +85,7 @@ struct KeyringUnderTest: Sendable {
     func scenario() async throws -> Scenario {
         var scenario = try await Scenario(sandbox: sandbox)
         for (key, value) in environment { scenario.extraEnvironment[key] = value }
+        if implementation == .kwallet { scenario.secretToolLookAgain = 2 }
         return scenario
     }
 
