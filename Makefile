@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall deb
+.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall deb tsan
 
 demo: deps
 	swift build
@@ -27,6 +27,13 @@ test: deps install-prerequisites docs deb
 	swift test --filter SecretServiceImplementationTests
 	swift test --filter KeyringLoadTests
 	swift test --filter DebianPackageTests
+
+# The unit tests under ThreadSanitizer, in a build folder of their own (every module is instrumented,
+# so it shares nothing with the plain build): a data race anywhere in the library fails the run.
+# The integration tests stay out: they drive the binary in processes of their own, which the
+# sanitizer does not follow.
+tsan: deps
+	swift test --scratch-path .build-tsan --sanitize=thread --filter AuthControllerTests
 
 # The DocC documentation of the library as one archive, with every warning an error: the articles of
 # Sources/AuthController/AuthController.docc, AuthControllerCore's symbols and its catalog's landing

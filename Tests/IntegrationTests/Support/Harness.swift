@@ -54,6 +54,7 @@ struct Run: CustomStringConvertible {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// How long the program ran, from its spawning to its reaping.
     var seconds: Double
 
     var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
@@ -231,6 +232,17 @@ final class Spawned: Sendable {
 
     private final class ReapedFlag: Sendable {
         let value = Atomic<Bool>(false)
+        /// The program's life on the monotonic clock (ns): from the moment it was spawned to the
+        /// moment it was reaped. A test's bound on how long a command runs is the command's own
+        /// time, not also the time a loaded machine takes to start the test's tasks again.
+        let spawnedAt = Atomic<UInt64>(0)
+        let reapedAt = Atomic<UInt64>(0)
+
+        static func now() -> UInt64 {
+            var time = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &time)
+            return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+        }
     }
 
     private final class Piped: Sendable {
@@ -342,9 +354,11 @@ final class Spawned: Sendable {
         let task = Task { () -> Int32 in
             do {
                 let result = try await Subprocess.run(configuration, input: input, output: output, error: error) { execution in
+                    reaped.spawnedAt.store(ReapedFlag.now(), ordering: .relaxed)
                     announce.yield(execution.processIdentifier.value)
                     announce.finish()
                 }
+                reaped.reapedAt.store(ReapedFlag.now(), ordering: .relaxed)
                 reaped.value.store(true, ordering: .releasing)
                 switch result.terminationStatus {
                 case .exited(let code): return code
@@ -422,7 +436,9 @@ final class Spawned: Sendable {
         }
         let status = await task.value
         killer.cancel()
-        return Run(status: status, stdout: stdout, stderr: stderr, seconds: Date().timeIntervalSince(started))
+        let (spawnedAt, reapedAt) = (reaped.spawnedAt.load(ordering: .relaxed), reaped.reapedAt.load(ordering: .relaxed))
+        let seconds = spawnedAt > 0 && reapedAt >= spawnedAt ? Double(reapedAt - spawnedAt) / 1e9 : Date().timeIntervalSince(started)
+        return Run(status: status, stdout: stdout, stderr: stderr, seconds: seconds)
     }
 
     /// Waits until stdout holds `count` lines (or the program ends), at most `timeout` seconds.
