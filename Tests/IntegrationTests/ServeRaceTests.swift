@@ -21,6 +21,12 @@ struct ServeRaceTests {
         return (Double(fields[11])! + Double(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// serve's CPU seconds per change with 601 services. Parsing the file once per service took
+    /// 0.4 s on an idle machine and over a second on a loaded one; one parse takes 0.06 s idle, and
+    /// 0.155–0.167 s was measured with the machine's other core busy: on this virtual machine a
+    /// busy neighbour slows each instruction, and CPU time grows with it.
+    static let cpuPerChangeBound = 0.25
+
     @Test("a settings file with 600 services: a change reaches its object within 200 ms and costs serve little CPU, not a re-read of every service")
     func manyServices() async throws {
         let sandbox = try await OwnSandbox.start()
@@ -39,8 +45,9 @@ struct ServeRaceTests {
         let objects = try await scenario.call("GetManagedObjects", interface: "org.freedesktop.DBus.ObjectManager")
         #expect(objects.stdout.components(separatedBy: "'io.github.authctl.Session1'").count - 1 == 601, "\(objects.stdout.prefix(300))")
 
-        // Rounds of four events; a round with a late event is repeated (a loaded machine can
-        // keep a process off the CPU), up to three: one must be on time throughout.
+        // Rounds of four events; a round with a late event, or one that cost serve more CPU than
+        // the bound, is repeated (a loaded machine can keep a process off the CPU, and slows the
+        // CPU it gets), up to three: one must be on time throughout, and one within the bound.
         var rounds: [[Double]] = []
         var cpuPerChange: [Double] = []
         for round in 0..<3 {
@@ -71,13 +78,12 @@ struct ServeRaceTests {
                 delays.append(try #require(change, "no PropertiesChanged for event \(sequence)").time - signal.time)
             }
             rounds.append(delays)
-            if delays.allSatisfy({ $0 < 0.2 }) { break }
+            if rounds.contains(where: { $0.allSatisfy { $0 < 0.2 } }) && cpuPerChange.min()! < Self.cpuPerChangeBound { break }
         }
         print("serve with 601 services: PropertiesChanged after LoginStatusChanged, ms, per round:",
               rounds.map { $0.map { Int($0 * 1000) } }, "CPU ms per change:", cpuPerChange.map { Int($0 * 1000) })
         #expect(rounds.contains { $0.allSatisfy { $0 < 0.2 } }, "\(rounds)")
-        // Re-reading every service on every change took over a second of CPU per change here.
-        #expect(cpuPerChange.min()! < 0.15, "\(cpuPerChange)")
+        #expect(cpuPerChange.min()! < Self.cpuPerChangeBound, "\(cpuPerChange)")
         serve.signal(SIGTERM)
         #expect(await serve.wait(timeout: 10).status == 0)
     }
