@@ -206,6 +206,14 @@ seed("loopback-query", "code", "code=SplxlOBeZQQYbYS6WxSbIA&state=af0ifjsldkj&is
 seed("loopback-query", "error", "error=access_denied&error_description=The+user+denied+the+request&state=af0ifjsldkj")
 seed("loopback-query", "odd", "state&=&&a=%C3%A9%2B+b")
 
+state = "af0ifjsldkj"
+for name, request in [("callback", f"GET /callback?code=SplxlOBeZQQYbYS6WxSbIA&state={state} HTTP/1.1\r\nHost: 127.0.0.1:8400\r\n\r\n"),
+                      ("wrong-state", "GET /callback?code=x&state=forged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+                      ("two-states", f"GET /callback?state={state}&state={state} HTTP/1.0\r\n\r\n"),
+                      ("favicon", "GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1:8400\r\nUser-Agent: Mozilla/5.0\r\nAccept: */*\r\n\r\n"),
+                      ("post", f"POST /callback?state={state} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n\r\na=b")]:
+    seed("loopback-request", name, request)
+
 for index, text in enumerate(["io.github.authctl", "ada@example.com", "HTTPS://Auth.Example.com:443/api?x=%41", "https://Registry.Example.com:5000/v2/",
                               "ghcr.io:443=oauth2", "https://git.example.com:8443", "https://id.example.com/realms/desk\0oidc\0authctl\0openid email\0",
                               "unix:path=/run/user/1000/bus,guid=1e5fcbd0ad3b4c1d8b7c61f1a2e3d4c5", "2030-03-17T17:46:40.123456+02:00",

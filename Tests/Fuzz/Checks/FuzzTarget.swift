@@ -38,6 +38,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget("kube-exec-info", ToolChecks.kubernetesExecInfo),
         FuzzTarget("settings", SettingsChecks.keyFile),
         FuzzTarget("loopback-query", ProviderChecks.loopbackQuery),
+        FuzzTarget("loopback-request", ListenerChecks.request),
         FuzzTarget("validators", ValidatorChecks.validators),
     ]
 
