@@ -141,6 +141,8 @@ jsonapi = json.dumps({"accessToken": access, "accessTokenExpire": 1900000400000,
 for request in range(6):
     body = jsonapi if request in (2, 3, 4) else oauth2
     seed("token-answer", f"request-{request}-ok", selector(request, 0) + body.encode())
+seed("token-answer", "server-clock-ahead", selector(2, 0) + b"Tue, 19 Jan 2038 03:14:08 GMT\0" + jsonapi.encode())
+seed("token-answer", "server-clock-behind", selector(0, 0) + b"Thu, 01 Jan 1970 00:00:00 GMT\0" + oauth2.encode())
 seed("token-answer", "invalid-grant", selector(0, 4) + b'{"error":"invalid_grant","error_description":"Invalid user credentials"}')
 seed("token-answer", "json-failure", selector(2, 8) + b'{"code":42,"message":"database down"}')
 seed("token-answer", "redirect", selector(1, 10) + b"")

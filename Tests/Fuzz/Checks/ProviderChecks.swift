@@ -40,7 +40,14 @@ enum ProviderChecks {
     /// exchange). A grant holds only tokens that can be stored and sent, and expiries in range.
     @Sendable static func tokenAnswer(_ input: [UInt8]) throws(PropertyViolation) {
         guard let selector = input.first else { return }
-        let transport = ScriptedTransport([answer(status: selector, input.dropFirst())])
+        // A body with a NUL: what precedes it is the answer's Date header, to vary the server's clock.
+        var body = input.dropFirst()
+        var date = "Sun, 17 Mar 2030 17:48:20 GMT"
+        if let nul = body.firstIndex(of: 0) {
+            date = String(decoding: body[..<nul], as: UTF8.self)
+            body = body[(nul + 1)...]
+        }
+        let transport = ScriptedTransport([HTTPResponse(status: statuses[Int(selector) % statuses.count], headers: ["date": date], body: Array(body))])
         let request = Int(selector >> 4) % 6
         let stored = TokenSet(accessToken: "old-access", refreshToken: "old-refresh")
         let result = waitFor { () async -> Result<TokenGrant, AuthError> in
@@ -80,6 +87,26 @@ enum ProviderChecks {
             case .after(let seconds): try require(seconds <= 100 * 365 * 86_400, "a lifetime of \(seconds) s")
             case .at(let microseconds): try require(microseconds <= 1_000_000_000_000_000_000, "an expiry at \(microseconds) µs")
             }
+        }
+        // Whatever times a server grants, the session they make is one the settings file can keep:
+        // written, it reads back, with its times (in whole seconds, as the file keeps them).
+        let times = grant.times()
+        var record = SessionRecord()
+        record.user = AccountID(rawValue: "ada@example.com")
+        record.name = ""
+        record.binding = Peer.binding(.oauth2)
+        record.tokenTimes = times
+        let keyFile = KeyFile()
+        let service = ServiceName(rawValue: "io.github.authctl")!
+        KeyFileSettingsStore.encode(record, into: keyFile, service: service)
+        switch KeyFileSettingsStore.decode(keyFile.data(), service: service) {
+        case .success(let (_, reread)):
+            var expected = times
+            expected.accessExpiresAt = times.accessExpiresAt.map { $0 / 1_000_000 * 1_000_000 }
+            expected.refreshExpiresAt = times.refreshExpiresAt.map { $0 / 1_000_000 * 1_000_000 }
+            try require(reread.tokenTimes == expected, "a granted session's times read back as others: \(times) → \(String(describing: reread.tokenTimes))")
+        case .failure(let corrupt):
+            throw PropertyViolation(description: "a granted session makes a settings file that reads as corrupt: \(corrupt.reason)")
         }
     }
 
