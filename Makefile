@@ -100,7 +100,7 @@ bench: deps
 # archive without a `main` is linked by hand: only authctl-fuzz calls it, so every other product of
 # this build (authctl, whose `main` it keeps) links as it is. lld: gold fails on the instrumented objects.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= bus-message bus-conversation jws jwks discovery token-answer device-flow git-credential docker-config \
+FUZZ_TARGETS ?= bus-message bus-conversation bus-signal jws jwks discovery token-answer device-flow git-credential docker-config \
 	kube-exec-info settings loopback-query loopback-request validators
 FUZZ = .build-fuzz
 LIBFUZZER = $(firstword $(wildcard $(dir $(realpath $(shell command -v swiftc)))../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-$(shell uname -m).a))

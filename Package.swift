@@ -140,7 +140,8 @@ let package = Package(
         // import this one's public products.
         .target(
             name: "FuzzChecks",
-            dependencies: ["AuthControllerCore"],
+            // CGLib: a signal's arguments are made a GVariant from the input's bytes, as GDBus hands them over.
+            dependencies: ["AuthControllerCore", "CGLib"],
             path: "Tests/Fuzz/Checks"
         ),
         // libFuzzer's driver entry point, declared for Swift. `make fuzz` puts libFuzzer's archive without a

@@ -8,6 +8,8 @@ the seeds (`python3 Tests/Fuzz/make-seeds.py`); the fuzzer's own finds stay out 
 import json
 import os
 import struct
+import subprocess
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "Corpus")
@@ -107,6 +109,37 @@ seed("bus-conversation", "out-of-order", ok + hello + locked + search + alias)
 seed("bus-conversation", "locked-error", ok + hello + alias + error)
 seed("bus-conversation", "big-endian", ok + hello + alias + search + big)
 seed("bus-conversation", "rejected", b"REJECTED EXTERNAL\r\n")
+
+# Login-event signals as GDBus hands their arguments over: GVariants in GLib's own serialisation,
+# made by GLib (a few lines of C) from their text form. The first byte picks the type the check reads.
+SIGNALS = [
+    ("signed-in", 0, "('io.github.authctl', 'signed-in', 'ada@example.com', {'reason': <'password'>, "
+                     "'timestamp': <uint64 1900000000000000>, 'sequence': <uint64 42>, 'name': <'Ada Lovelace'>})"),
+    ("switched", 0, "('io.github.authctl', 'signed-in', 'bob@example.com', {'reason': <'switched'>, 'timestamp': <uint64 1>, "
+                    "'sequence': <uint64 43>, 'previous-user': <'ada@example.com'>, 'extra': <[1, 2]>})"),
+    ("signed-out", 0, "('io.github.authctl', 'signed-out', 'ada@example.com', {'reason': <'expired'>, "
+                      "'timestamp': <uint64 18446744073709551615>, 'sequence': <uint64 44>})"),
+    ("other-service", 0, "('org.example.other', 'signed-in', 'eve', {'reason': <'password'>, 'timestamp': <uint64 0>, 'sequence': <uint64 0>})"),
+    ("short", 1, "('io.github.authctl', 'signed-in', {'reason': <'password'>})"),
+]
+PROGRAM = r"""
+#include <glib.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    GError *error = NULL;
+    GVariant *value = g_variant_parse(NULL, argv[1], NULL, NULL, &error);
+    if (!value) { fprintf(stderr, "%s\n", error->message); return 1; }
+    fwrite(g_variant_get_data(value), 1, g_variant_get_size(value), stdout);
+    return 0;
+}
+"""
+with tempfile.TemporaryDirectory() as folder:
+    source, program = os.path.join(folder, "serialise.c"), os.path.join(folder, "serialise")
+    open(source, "w").write(PROGRAM)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "glib-2.0"], check=True, capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", source, "-o", program] + flags, check=True)
+    for name, selector, text in SIGNALS:
+        seed("bus-signal", name, bytes([selector]) + subprocess.run([program, text], check=True, capture_output=True).stdout)
 
 for name, token in FIXTURES["tokens"].items():
     seed("jws", name.replace(" ", "-").replace("'", ""), token)

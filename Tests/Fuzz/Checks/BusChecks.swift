@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import AuthControllerCore
+import CGLib
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -82,6 +83,33 @@ enum BusChecks {
         case .failure:
             break
         }
+    }
+}
+
+extension BusChecks {
+    /// The argument types a login-event signal is read in, the first byte picking one: the real
+    /// one, and others a peer could send under the same name.
+    private static let signalTypes: [StaticString] = ["(sssa{sv})", "(ssa{sv})", "(sssa{sv}s)", "(sss)", "(a{sv})"]
+
+    /// A login-event signal, which any peer on the session bus can emit: its arguments as GDBus
+    /// hands them over (a GVariant of the input's bytes, which GLib never trusts), decoded, and
+    /// read as a login event of the service watched. What is read as an event keeps the event's rules.
+    @Sendable static func signal(_ input: [UInt8]) throws(PropertyViolation) {
+        guard let selector = input.first else { return }
+        let service = ServiceName(rawValue: "io.github.authctl")!
+        let data = Array(input.dropFirst())
+        let parameters: OpaquePointer = data.withUnsafeBytes { buffer in
+            let bytes = g_bytes_new(buffer.baseAddress, gsize(buffer.count))
+            defer { g_bytes_unref(bytes) }
+            return g_variant_ref_sink(g_variant_new_from_bytes(variantType(signalTypes[Int(selector) % signalTypes.count]), bytes, 0))
+        }
+        defer { g_variant_unref(parameters) }
+        let signal = GVariant.decodeSignal(parameters)
+        guard let event = LoginEventListener.event(from: signal, service: service) else { return }
+        try require(event.service == service, "an event of another service")
+        try require(event.account.map { AccountID(rawValue: $0.rawValue) != nil } ?? true, "an event of an account id that is not valid")
+        try require((try? DisplayName.validate(event.name)) != nil, "an event with a display name that is not valid")
+        try require(event.reason != .initial, "an initial event read from a signal")
     }
 }
 

@@ -28,6 +28,7 @@ public struct FuzzTarget: Sendable {
     public static let all: [FuzzTarget] = [
         FuzzTarget("bus-message", BusChecks.message),
         FuzzTarget("bus-conversation", BusChecks.conversation),
+        FuzzTarget("bus-signal", BusChecks.signal),
         FuzzTarget("jws", TokenChecks.compactJWS),
         FuzzTarget("jwks", TokenChecks.keySet),
         FuzzTarget("discovery", ProviderChecks.discovery),
