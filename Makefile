@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # The README's two commands: `make demo` and `make test`. Each installs what it needs.
-.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall deb tsan
+.PHONY: demo test docs deps build bench manual-tool install-prerequisites install uninstall deb tsan fuzz fuzz-build
 
 demo: deps
 	swift build
@@ -96,6 +96,49 @@ deps:
 # release binary's size (see README, Performance).
 bench: deps
 	.ci/bench
+
+# Fuzzing: every parser of input authctl does not control, under libFuzzer with AddressSanitizer
+# (Tests/Fuzz: the checks, the harness, the seed corpora and every input that once failed, which
+# `make test` replays without the fuzzer). `make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS=…]` builds
+# .build-fuzz/debug/authctl-fuzz and runs each target for FUZZ_SECONDS against its corpus: what it
+# finds goes to .build-fuzz/corpus/TARGET, crash inputs to .build-fuzz/crashes/TARGET (copy one to
+# Tests/Fuzz/Regressions/TARGET once it is fixed), and each target's last lines are printed: its
+# coverage and executions per second. One run is .build-fuzz/targets/TARGET [LIBFUZZER OPTIONS] [CORPUS…].
+# The Swift code is instrumented (coverage and comparisons, as -sanitize=fuzzer does) but libFuzzer's
+# archive without a `main` is linked by hand: only authctl-fuzz calls it, so every other product of
+# this build (authctl, whose `main` it keeps) links as it is. lld: gold fails on the instrumented objects.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= bus-message bus-conversation bus-signal jws jwks discovery token-answer device-flow git-credential docker-config \
+	kube-exec-info settings loopback-query loopback-request validators
+FUZZ = .build-fuzz
+LIBFUZZER = $(firstword $(wildcard $(dir $(realpath $(shell command -v swiftc)))../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-$(shell uname -m).a))
+FUZZ_BUILD_FLAGS = --scratch-path $(FUZZ) -c debug -Xswiftc -sanitize=address \
+	-Xswiftc -sanitize-coverage=edge,trace-cmp,indirect-calls,inline-8bit-counters,pc-table -Xswiftc -DFUZZING \
+	-Xswiftc -use-ld=lld -Xlinker $(LIBFUZZER) -Xlinker -lstdc++
+
+fuzz-build: deps
+	@test -n "$(LIBFUZZER)" || { echo "make: libclang_rt.fuzzer_no_main is not in the Swift toolchain beside swiftc" >&2; exit 1; }
+	swift build $(FUZZ_BUILD_FLAGS) --product authctl-fuzz
+	mkdir -p $(FUZZ)/targets && for target in $(FUZZ_TARGETS); do ln -sfn ../debug/authctl-fuzz $(FUZZ)/targets/$$target || exit; done
+
+# Every target runs even when one fails; the run fails at the end if any did. -timeout: an input
+# that takes 10 s is a hang. No LeakSanitizer: it reports the Swift globals the checks
+# keep (their fixtures, the fake bus) at exit, and memory held is not what hostile input can turn
+# into harm here. SWIFT_BACKTRACE: the runtime's backtracer, reading the crashed process's stack,
+# trips AddressSanitizer and buries the report of what failed.
+fuzz: export SWIFT_BACKTRACE = enable=no
+fuzz: export ASAN_OPTIONS = detect_leaks=0
+fuzz: fuzz-build
+	@failed=""; for target in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ)/corpus/$$target $(FUZZ)/crashes/$$target $(FUZZ)/logs && \
+	    seeds="Tests/Fuzz/Corpus/$$target" && { [ ! -d Tests/Fuzz/Regressions/$$target ] || seeds="$$seeds Tests/Fuzz/Regressions/$$target"; } && \
+	    echo "== $$target ($(FUZZ_SECONDS) s)" && \
+	    $(FUZZ)/targets/$$target -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ)/crashes/$$target/ $(FUZZ)/corpus/$$target $$seeds > $(FUZZ)/logs/$$target.log 2>&1 \
+	        || failed="$$failed $$target"; \
+	    grep -E '^#[0-9]+[[:space:]]+DONE|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|^(==[0-9]+==ERROR|SUMMARY|Fatal error|.*Fatal error)|^artifact_prefix|Test unit written' $(FUZZ)/logs/$$target.log; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make: fuzz targets failed:$$failed (logs in $(FUZZ)/logs, inputs in $(FUZZ)/crashes)" >&2; exit 1; fi
 
 # Installing (README, Install). `make install [PREFIX=/usr/local] [DESTDIR=]`: installed files name
 # $(PREFIX)/bin/authctl, never DESTDIR, which only stages the tree (as a Debian package build does).

@@ -133,11 +133,38 @@ let package = Package(
             dependencies: ["AuthController", "AuthControllerTesting"],
             path: "Tests/TestSupport"
         ),
+        // The fuzz checks: one per parser of input authctl does not control (a D-Bus reply, a token, a
+        // provider's documents, what git, docker and kubectl send, the settings file), each saying what
+        // must hold, not only that the parser returns. `authctl-fuzz` runs them under libFuzzer (`make
+        // fuzz`) and AuthControllerTests replays the seeds and every input that once failed, without it.
+        // In this package, not one nested under Tests/Fuzz: the parsers are internal, which only a target
+        // of this package can reach (`@testable`, and `package` members), and a nested package could only
+        // import this one's public products.
+        .target(
+            name: "FuzzChecks",
+            // CGLib: a signal's arguments are made a GVariant from the input's bytes, as GDBus hands them over.
+            dependencies: ["AuthControllerCore", "CGLib"],
+            path: "Tests/Fuzz/Checks"
+        ),
+        // libFuzzer's driver entry point, declared for Swift. `make fuzz` puts libFuzzer's archive without a
+        // `main` on the link line and only authctl-fuzz calls into it, so no other product of the fuzz
+        // build gains libFuzzer or a second `main`.
+        .target(
+            name: "CFuzzerDriver",
+            path: "Tests/Fuzz/Driver"
+        ),
+        // `authctl-fuzz` runs one check by the name it is called by (or its first argument): under
+        // libFuzzer when built by `make fuzz`, else over the files it is given.
+        .executableTarget(
+            name: "authctl-fuzz",
+            dependencies: ["FuzzChecks", "CFuzzerDriver"],
+            path: "Tests/Fuzz/Harness"
+        ),
         .testTarget(
             name: "AuthControllerTests",
             // authctl: the command line's QR code drawing; Subprocess: zbarimg reads the drawings back.
             dependencies: [
-                "AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport", "authctl",
+                "AuthController", "AuthControllerCore", "AuthControllerTesting", "TestSupport", "authctl", "FuzzChecks",
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         ),

@@ -113,6 +113,27 @@ struct TokenClientTests {
         }
     }
 
+    @Test("a discovery endpoint with a control character is refused without it in the message")
+    func discoveryEndpointQuoted() async throws {
+        let issuer = "https://id.example.com/realms/desk"
+        let document = #"{"issuer":"\#(issuer)","token_endpoint":"https://id.example.c\u007fm/\u001b]0;x\u0007","jwks_uri":"\#(issuer)/certs"}"#
+        let transport = ScriptedTransport(200, document)
+        let exchange = TokenExchange(binding: ServerBinding(server: try ServerURL(validating: issuer), tokenProtocol: .oidc, clientID: "authctl"),
+                                     transport: transport, timeout: 10, clock: { [now] in now })
+        let discovered: Result<OpenIDProvider, AuthError>
+        do {
+            discovered = .success(try await Discovery(exchange: exchange).provider(at: try ServerURL(validating: issuer), deviceAuthorizationURL: nil))
+        } catch {
+            discovered = .failure(error)
+        }
+        guard case .failure(let error) = discovered else {
+            Issue.record("no error")
+            return
+        }
+        #expect(error.message.contains("'token_endpoint' is not usable"), "\(error.message)")
+        #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(error.message.debugDescription)")
+    }
+
     @Test("a long error description is cut to 200 characters")
     func longQuote() async throws {
         let transport = ScriptedTransport(400, #"{"error":"x","error_description":"\#(String(repeating: "d", count: 5000))"}"#)

@@ -76,7 +76,9 @@ struct Discovery {
             do {
                 return try ServerURL(validating: value, role: field)
             } catch {
-                throw refuse(field, "is not usable: \(error.message)")
+                // The refusal repeats the URL, which is the provider's text: quoted, as every
+                // provider answer is, or a control character in it would reach the terminal.
+                throw refuse(field, "is not usable: \(error.message.peerText())")
             }
         }
         guard let tokenEndpoint = try endpoint("token_endpoint", document.token_endpoint) else { throw refuse("token_endpoint", "is missing") }

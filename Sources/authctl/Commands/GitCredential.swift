@@ -106,24 +106,7 @@ struct GitCredential: AsyncParsableCommand {
     }
 }
 
-/// What git wrote to its helper (`git-credential(1)`, "INPUT/OUTPUT FORMAT"): `key=value` lines
-/// up to a blank line or the end of the input; unknown keys are ignored.
-struct GitCredentialRequest {
-    private(set) var values: [String: String] = [:]
-
-    var host: String? { values["host"] }
-    var username: String? { values["username"] }
-    var password: String? { values["password"] }
-
-    /// `https`, or `http` to a loopback host: a token never travels in the clear off the machine.
-    var isSafeTransport: Bool {
-        switch values["protocol"] {
-        case "https": return true
-        case "http": return host.flatMap { try? ServerURL(validating: "http://\($0)/") }?.isLoopback ?? false
-        default: return false
-        }
-    }
-
+extension GitCredentialRequest {
     /// Reads at most 64 KiB; a line without `=`, or a value with a NUL, is refused as git
     /// refuses it.
     init(reading descriptor: FileDescriptor) throws(AuthError) {
@@ -133,27 +116,5 @@ struct GitCredentialRequest {
                                            end: Self.blankLine(in:))
         guard bytes.count <= 64 * 1024 else { throw .invalidInput("git's request is over 64 KiB") }
         try self.init(parsing: bytes)
-    }
-
-    /// Where the first blank line starts (the request's end), if there is one.
-    private static func blankLine(in bytes: [UInt8]) -> Int? {
-        if bytes.first == 0x0A { return 0 }
-        guard bytes.count >= 2 else { return nil }
-        for index in 1..<bytes.count where bytes[index] == 0x0A && bytes[index - 1] == 0x0A { return index }
-        return nil
-    }
-
-    init(parsing bytes: [UInt8]) throws(AuthError) {
-        for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            if line.isEmpty { break }
-            guard let equals = line.firstIndex(of: UInt8(ascii: "=")) else {
-                throw .invalidInput("git's request has a line without '=': it is not a credential request")
-            }
-            guard !line.contains(0) else { throw .invalidInput("git's request has a value with a NUL byte") }
-            let key = String(decoding: line[..<equals], as: UTF8.self)
-            let value = String(decoding: line[(equals + 1)...], as: UTF8.self)
-            // A repeated key: the last value, as git reads its own.
-            values[key] = value
-        }
     }
 }

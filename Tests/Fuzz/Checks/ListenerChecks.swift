@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+@testable import AuthControllerCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The browser flow's sign-in listener on 127.0.0.1, sent the input as a whole HTTP request
+/// over TCP: libsoup reads the request line and headers, the listener decides. It acts only on
+/// a GET whose query has exactly one `state`, the expected one, and answers everything else.
+enum ListenerChecks {
+    private static let expectedState = "af0ifjsldkj"
+    /// The listener the next request goes to; one that acted has closed, and is replaced.
+    private static let current = Mutex<LoopbackListener?>(nil)
+
+    @Sendable static func request(_ input: [UInt8]) throws(PropertyViolation) {
+        let listener = current.withLock { current in
+            if let current { return current }
+            guard let made = try? LoopbackListener(port: nil, expectedState: expectedState) else {
+                fatalError("loopback-request: cannot listen on 127.0.0.1 (is libsoup-3.0 installed?)")
+            }
+            current = made
+            return made
+        }
+        let connection = connect(port: listener.boundPort)
+        defer { close(connection) }
+        var sent = 0
+        while sent < input.count {
+            let count = input.withUnsafeBytes { send(connection, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { break }
+            sent += count
+        }
+        shutdown(connection, Int32(SHUT_WR))
+        var answer = receive(connection, quietFor: 300)
+        let parameters = waitFor { await listener.callback(timeout: .zero) }
+        if let parameters {
+            let states = parameters.filter { $0.name == "state" }
+            try require(input.starts(with: Array("GET ".utf8)), "the listener acted on a request that is not a GET")
+            try require(states.count == 1 && states[0].value == expectedState, "the listener acted without the expected state, once")
+            waitFor { await listener.finish(page: "done") }
+            answer += receive(connection, quietFor: 2000)
+            // In the request's version: a 1.0 request gets a 1.0 answer.
+            try require(answer.starts(with: Array("HTTP/1.".utf8)) && answer.dropFirst(8).starts(with: Array(" 200 ".utf8)),
+                        "the callback acted on was answered \(String(decoding: answer.prefix(40), as: UTF8.self).debugDescription), not 200")
+            current.withLock { $0 = nil }
+        } else if !answer.isEmpty {
+            try require(answer.starts(with: Array("HTTP/1.".utf8)), "an answer that is not HTTP")
+        }
+    }
+
+    private static func connect(port: UInt16) -> Int32 {
+        let connection = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(connection, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        precondition(connected == 0, "loopback-request: cannot connect to 127.0.0.1:\(port): errno \(errno)")
+        return connection
+    }
+
+    /// What arrives until the peer closes, or nothing has come for `milliseconds`.
+    private static func receive(_ connection: Int32, quietFor milliseconds: Int32) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            var ready = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, milliseconds) > 0 else { return received }
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress!, $0.count, 0) }
+            guard count > 0 else { return received }
+            received += buffer[..<count]
+        }
+    }
+}
