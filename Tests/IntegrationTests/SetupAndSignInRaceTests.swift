@@ -63,11 +63,12 @@ struct SetupAndSignInRaceTests {
     @Test("a --redirect-port another program listens on is 69 at once, not a silent hang")
     func redirectPortInUse() async throws {
         let provider = try await IdentityProvider()
-        // Another program holds 127.0.0.1:PORT (a second sign-in, a local web server).
+        // Another program holds 127.0.0.1:PORT (a second sign-in, a local web server), until the
+        // test ends it: a fixed two minutes ran out on a loaded machine before the sign-in came.
         let squatter = try await Spawned("/usr/bin/env", ["python3", "-c", """
             import socket, sys, time
             s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
-            print(s.getsockname()[1], flush=True); time.sleep(120)
+            print(s.getsockname()[1], flush=True); time.sleep(3600)
             """], input: nil, environment: ProcessInfo.processInfo.environment, leadsProcessGroup: true)
         defer { squatter.signal(SIGTERM) }
         _ = await squatter.waitForOutput(timeout: 30) { $0.contains("\n") || squatter.hasEnded }
