@@ -192,6 +192,13 @@ class Caller:
         if reply.message_type == MessageType.ERROR or reply.body[0] != self.owner:
             raise PropertyFailed(f"{NAME} is no longer owned by serve ({self.owner}): {reply.body!r}")
 
+    def objects_unchanged(self):
+        """serve exports the objects of the services with settings, not of every name a caller
+        made up."""
+        reply = self.run(self.call(call_message(ROOT, MANAGER, "GetManagedObjects")))
+        if sorted(reply.body[0]) != sorted(object_path(service) for service in SERVICES):
+            raise PropertyFailed(f"serve exports {sorted(reply.body[0])}, not the objects of {SERVICES}")
+
     def state(self):
         """What a refused call must leave as it was."""
         status = {service: self.authctl_run(service, "status", "--json", check=False) for service in SERVICES}
@@ -364,6 +371,7 @@ def generated_calls(caller, examples):
                     raise PropertyFailed(f"a token for {message.body[0]!r}: {describe(message)}")
         caller.alive()
         caller.unchanged(baseline, "calls that only read or were refused")
+        caller.objects_unchanged()
 
     test()
 
@@ -491,6 +499,16 @@ class Sessions(RuleBasedStateMachine):
             raise PropertyFailed(f"SignOut({service}): {reply.error_name} {reply.body!r}")
         self.signed_in[service] = None
         self.snapshot = self.caller.state()
+
+    @rule(service=service_names.filter(lambda service: service not in SERVICES))
+    def sign_out_of_nobody(self, service):
+        # Nobody is signed in to a service without settings (or to no service at all): the
+        # sign-out is answered, and changes nothing.
+        reply = self.call(ROOT, CONTROLLER, "SignOut", "s", [service])
+        if reply.message_type != MessageType.METHOD_RETURN and reply.error_name != "io.github.authctl.Error.InvalidInput":
+            raise PropertyFailed(f"SignOut({service!r}): {reply.error_name} {reply.body!r}")
+        self.changed()
+        self.caller.objects_unchanged()
 
     @precondition(lambda self: not all(self.signed_in.values()))
     @rule(data=st.data())
