@@ -6,8 +6,8 @@
 It starts serve, a token server (token_server.py beside the parent folder) and signs in a local
 and a bound service with the real `authctl`, then calls every method and property of serve's
 objects with generated arguments, with wrong signatures, unknown members, interfaces and paths,
-huge strings and non-UTF-8 bytes, in floods from many connections, and in stateful sequences. It
-holds serve to three properties:
+huge strings and non-UTF-8 bytes, in floods from many connections, and in stateful sequences, and
+forges the signals serve listens to. It holds serve to three properties:
 
 - serve never crashes: it still runs and still owns io.github.authctl at the end of every test;
 - every call gets a reply or a named D-Bus error within CALL_DEADLINE;
@@ -317,7 +317,7 @@ def refusals_of_arguments(interface):
 
 
 def signs_out(message):
-    return (message.path, message.interface, message.member, message.signature) == (ROOT, CONTROLLER, "SignOut", "s")
+    return (message.path, message.interface or CONTROLLER, message.member, message.signature) == (ROOT, CONTROLLER, "SignOut", "s")
 
 
 def read_calls(caller, huge_strings=True):
@@ -342,6 +342,9 @@ def read_calls(caller, huge_strings=True):
         st.builds(lambda path: call_message(path, PEER, "Ping"), paths),
         st.builds(lambda path, interface, member, args: call_message(path, interface, member, *args),
                   paths, interface_names, member_names, arguments).filter(lambda message: not signs_out(message)),
+        # Without an interface (the wire allows it): the member is looked up on every interface.
+        st.builds(lambda path, member, args: call_message(path, None, member, *args),
+                  st.one_of(session_paths, paths), member_names, arguments).filter(lambda message: not signs_out(message)),
         st.builds(lambda known, args: call_message(known[0], known[1], known[2], *args),
                   st.sampled_from(KNOWN), arguments.filter(lambda args: args[0] not in ("s", "su", "ss", "ssv", ""))),
     )
@@ -433,6 +436,55 @@ def floods(caller, examples):
         caller.run(caller.call(call_message(ROOT, CONTROLLER, "GetStatus", "s", [LOCAL])))
         caller.alive()
         caller.unchanged(baseline, "a flood of calls that only read or were refused")
+
+    test()
+
+
+# Signals serve listens to, forged by a peer: the login signal (well formed for the signed-in
+# services, with any status, reason and sequence, or of any other shape), the keyring's.
+login_details = st.fixed_dictionaries(
+    {"reason": st.sampled_from(["sign-in", "sign-out", "switch", "forget", "expired", "removed", "initial", "other"]),
+     "timestamp": BASIC["t"], "sequence": BASIC["t"]},
+    optional={"name": text, "previous-user": text}).map(
+    lambda details: {key: Variant("t" if key in ("timestamp", "sequence") else "s", value) for key, value in details.items()})
+signals = st.one_of(
+    st.builds(lambda service, status, user, details: (ROOT, CONTROLLER, "LoginStatusChanged", "sssa{sv}",
+                                                      [service, status, user, details]),
+              st.sampled_from(SERVICES), st.sampled_from(["signed-out", "signed-in", "signed-sideways"]),
+              st.sampled_from(["amy", "zed", "alice", "mallory", ""]), login_details),
+    st.builds(lambda path, interface, member, args: (path, interface, member, *args),
+              st.one_of(st.just(ROOT), paths), st.just(CONTROLLER), st.sampled_from(["LoginStatusChanged", "Other"]), arguments),
+    st.builds(lambda path, interface, member, args: (path, interface, member, *args),
+              st.sampled_from(["/org/freedesktop/secrets/collection/login", "/org/freedesktop/secrets", "/"]),
+              st.sampled_from(["org.freedesktop.Secret.Collection", "org.freedesktop.Secret.Service"]),
+              st.sampled_from(["ItemCreated", "ItemDeleted", "ItemChanged", "CollectionChanged"]), arguments),
+    st.builds(lambda args: ("/org/freedesktop/secrets/collection/login", PROPERTIES, "PropertiesChanged",
+                            "s" + args[0], ["org.freedesktop.Secret.Collection"] + args[1]), arguments))
+
+
+def forged_signals(caller, examples):
+    """Signals anyone may send, forged: serve may look again, but the state and what its objects
+    show stay as they are, and it stays up."""
+    baseline = caller.state()
+    shown = {service: caller.run(caller.call(call_message(object_path(service), PROPERTIES, "GetAll", "s", [SESSION]))).body[0]
+             for service in SERVICES}
+
+    @settings_for(examples)
+    @given(st.lists(signals, min_size=1, max_size=8))
+    def test(forged):
+        async def send():
+            for path, interface, member, signature, body in forged:
+                await caller.bus.send(Message.new_signal(path, interface, member, signature, body))
+            # Answered after serve has taken the signals from its connection.
+            await caller.call(call_message(ROOT, CONTROLLER, "GetStatus", "s", [LOCAL]))
+        caller.run(send())
+        caller.alive()
+        caller.unchanged(baseline, "forged signals")
+        for service in SERVICES:
+            now = caller.run(caller.call(call_message(object_path(service), PROPERTIES, "GetAll", "s", [SESSION]))).body[0]
+            if now != shown[service]:
+                raise PropertyFailed(f"after forged signals {service}'s object shows {now}, not {shown[service]}")
+        caller.objects_unchanged()
 
     test()
 
@@ -589,7 +641,7 @@ def main():
     options = parser.parse_args()
     examples = int(os.environ.get("SERVE_CALLER_EXAMPLES", "12"))
     caller = Caller(options)
-    tests = [generated_calls, wrong_signatures, floods, sequences]
+    tests = [generated_calls, wrong_signatures, floods, forged_signals, sequences]
     failures = []
     started = time.monotonic()
     try:
