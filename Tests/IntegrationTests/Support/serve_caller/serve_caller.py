@@ -379,6 +379,17 @@ def generated_calls(caller, examples):
     test()
 
 
+def wrongly_typed(known):
+    """Arguments for `known` of any signature but its own, with the signed-in service's name
+    among them where GetStatus and SignOut would find it."""
+    path, interface, member, signature = known
+
+    def named(args):
+        return (args[0] + "s", args[1] + [REMOTE]) if member in ("SignOut", "GetStatus") else args
+
+    return arguments.map(named).filter(lambda args: args[0] != signature).map(lambda args: (known, args))
+
+
 def wrong_signatures(caller, examples):
     """Serve's own methods and the standard ones with arguments of another signature: each is
     refused with InvalidArgs, and SignOut of a signed-in service with wrong arguments signs
@@ -386,19 +397,14 @@ def wrong_signatures(caller, examples):
     baseline = caller.state()
 
     @settings_for(examples)
-    @given(st.sampled_from(KNOWN), arguments)
-    def test(known, args):
-        path, interface, member, signature = known
-        if member == "SignOut" or member == "GetStatus":
-            # The signed-in services' names among the arguments, where serve would find them.
-            args = (args[0] + "s", args[1] + [REMOTE])
-        if args[0] == signature:
-            return
-        reply = caller.run(caller.call(call_message(path, interface, member, *args)))
-        if reply.error_name not in refusals_of_arguments(interface):
-            raise PropertyFailed(f"{reply.error_name or 'a reply'} {reply.body!r} to {member}({args[0]}), not InvalidArgs")
+    @given(st.lists(st.sampled_from(KNOWN).flatmap(wrongly_typed), min_size=1, max_size=4))
+    def test(calls):
+        for (path, interface, member, signature), args in calls:
+            reply = caller.run(caller.call(call_message(path, interface, member, *args)))
+            if reply.error_name not in refusals_of_arguments(interface):
+                raise PropertyFailed(f"{reply.error_name or 'a reply'} {reply.body!r} to {member}({args[0]}), not InvalidArgs")
         caller.alive()
-        caller.unchanged(baseline, "a call with a wrong signature")
+        caller.unchanged(baseline, "calls with a wrong signature")
 
     test()
 
