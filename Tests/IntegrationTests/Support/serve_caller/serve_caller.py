@@ -577,6 +577,33 @@ class Sessions(RuleBasedStateMachine):
         self.changed()
         self.caller.objects_unchanged()
 
+    @rule(service=st.sampled_from(SERVICES), count=st.integers(2, 12))
+    def sign_outs_among_reads(self, service, count):
+        """Several callers sign one service out at once, among reads and token requests of it:
+        every call is answered, and the service ends signed out."""
+        self.changed()
+        messages = [call_message(ROOT, CONTROLLER, "SignOut", "s", [service]) for _ in range(count)]
+        messages += [call_message(ROOT, CONTROLLER, "GetStatus", "s", [service]) for _ in range(count)]
+        messages += [call_message(ROOT, CONTROLLER, "GetToken", "su", [service, 60]) for _ in range(count)]
+        messages += [call_message(object_path(service), PROPERTIES, "GetAll", "s", [SESSION]) for _ in range(count)]
+
+        async def together():
+            buses = [await connect() for _ in range(3)]
+            try:
+                return await asyncio.gather(*(self.caller.call(message, buses[index % 3]) for index, message in enumerate(messages)))
+            finally:
+                for bus in buses:
+                    bus.disconnect()
+
+        for message, reply in zip(messages, self.caller.run(together())):
+            refusals = {"SignOut": set(), "GetStatus": set(), "GetAll": set(),
+                        "GetToken": {"io.github.authctl.Error.InvalidInput" if service == LOCAL else "io.github.authctl.Error.NotSignedIn"}}
+            if reply.message_type != MessageType.METHOD_RETURN and reply.error_name not in refusals[message.member]:
+                raise PropertyFailed(f"{message.member}({service}) among sign-outs: {reply.error_name} {reply.body!r}")
+        self.signed_in[service] = None
+        self.snapshot = self.caller.state()
+        self.get_status(service)
+
     @precondition(lambda self: not all(self.signed_in.values()))
     @rule(data=st.data())
     def sign_in(self, data):
