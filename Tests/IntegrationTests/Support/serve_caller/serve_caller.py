@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.request
@@ -35,6 +36,11 @@ except ImportError as error:
     print(f"serve_caller: the PyPI package dbus-fast is missing ({error}): run .ci/install-python-deps", file=sys.stderr)
     sys.exit(2)
 try:
+    import hypothesis.configuration
+    # Its caches (the constants of the code under test) go to the sandbox's folder, which goes
+    # with it, not to .hypothesis in the working tree.
+    hypothesis.configuration.set_hypothesis_home_dir(
+        os.path.join(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir(), "serve-caller-hypothesis"))
     from hypothesis import HealthCheck, Phase, given, settings, strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 except ImportError as error:
