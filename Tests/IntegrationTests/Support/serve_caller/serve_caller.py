@@ -107,6 +107,12 @@ class Caller:
 
     def start(self):
         self.bus = self.run(connect())
+        # It signs accounts in and out and starts the bus's serve: only on a fresh sandbox's bus
+        # and settings, never a person's.
+        owner = self.run(self.bus_call("NameHasOwner", "s", [NAME]))
+        if os.path.exists(self.settings_file) or owner.body[0]:
+            raise PropertyFailed(f"{self.settings_file} exists or {NAME} is owned: run the caller in a fresh "
+                                 "`authctl sandbox -- …`")
         self.token_server = subprocess.Popen([sys.executable, self.token_server_script], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.token_server.stdout.readline()
