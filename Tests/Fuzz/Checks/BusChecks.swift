@@ -146,17 +146,23 @@ private final class FakeBus: @unchecked Sendable {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else { return }
             defer { close(connection) }
-            var sent = 0
-            while sent < bytes.count {
-                let count = bytes.withUnsafeBytes { send(connection, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-                guard count > 0 else { break }
-                sent += count
-            }
-            shutdown(connection, Int32(SHUT_WR))
+            sendAllThenShutWrite(bytes, on: connection)
             // Until the client is done with the connection: what it sends is read and dropped.
             var sink = [UInt8](repeating: 0, count: 4096)
             while sink.withUnsafeMutableBytes({ recv(connection, $0.baseAddress!, $0.count, 0) }) > 0 {}
         }
         return done
     }
+}
+
+/// Sends `bytes` whole on the socket `connection` (less, if the peer stops taking them), then
+/// shuts its writing side: the peer reads an end where the input ends.
+func sendAllThenShutWrite(_ bytes: [UInt8], on connection: Int32) {
+    var sent = 0
+    while sent < bytes.count {
+        let count = bytes.withUnsafeBytes { send(connection, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+        guard count > 0 else { break }
+        sent += count
+    }
+    shutdown(connection, Int32(SHUT_WR))
 }

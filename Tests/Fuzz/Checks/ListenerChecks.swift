@@ -24,13 +24,7 @@ enum ListenerChecks {
         }
         let connection = connect(port: listener.boundPort)
         defer { close(connection) }
-        var sent = 0
-        while sent < input.count {
-            let count = input.withUnsafeBytes { send(connection, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { break }
-            sent += count
-        }
-        shutdown(connection, Int32(SHUT_WR))
+        sendAllThenShutWrite(input, on: connection)
         var answer = receive(connection, quietFor: 300)
         let parameters = waitFor { await listener.callback(timeout: .zero) }
         if let parameters {
