@@ -10,13 +10,18 @@ public struct DesktopEnvironment: Sendable, Equatable {
     public var canShowPrompts: Bool
     /// Where libsecret keeps items: the Secret Service, or its file keyring.
     public var keyringBackend: SecretServiceStore.Backend
+    /// The proxies requests to servers go through (the desktop's own setting when none is set).
+    public var proxies: ProxyVariables
 
     /// An environment of your own: the settings file in `settingsDirectory`, whether the unlock
-    /// prompt can be shown, and where libsecret keeps items.
-    public init(settingsDirectory: String, canShowPrompts: Bool, keyringBackend: SecretServiceStore.Backend = .secretService) {
+    /// prompt can be shown, where libsecret keeps items, and the proxy variables (by default this
+    /// process's).
+    public init(settingsDirectory: String, canShowPrompts: Bool, keyringBackend: SecretServiceStore.Backend = .secretService,
+                proxies: ProxyVariables = .current) {
         self.settingsDirectory = settingsDirectory
         self.canShowPrompts = canShowPrompts
         self.keyringBackend = keyringBackend
+        self.proxies = proxies
     }
 
     /// This process's: `$XDG_CONFIG_HOME/authctl`, with `$HOME/.config` (else the passwd entry's
@@ -37,7 +42,7 @@ extension AuthController {
     /// The controller of `service` on this desktop: the default collection of the session bus's
     /// Secret Service (or libsecret's file keyring, as `environment` says), the settings file of
     /// `environment`, `LoginStatusChanged` signals on the session bus, and libsoup (loaded on the
-    /// first request) for token servers.
+    /// first request) for token servers, through the proxies `environment` names.
     ///
     /// An app that imports `AuthController` calls the variant that posts on a
     /// `NotificationCenter` instead; this one hands events to `observers` only.
@@ -66,7 +71,7 @@ extension AuthController {
             settings: KeyFileSettingsStore(directory: environment.settingsDirectory),
             broadcaster: DBusBroadcaster(busAddress: busAddress),
             observers: observers,
-            tokenTransport: SoupTransport(),
+            tokenTransport: SoupTransport(proxies: environment.proxies),
             serverTimeout: serverTimeout)
     }
 }

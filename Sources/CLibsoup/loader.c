@@ -2,6 +2,7 @@
 #include "shim.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
 
 // The libsoup-3.0 entry points authctl calls, declared here rather than taken from its headers,
 // so that nothing links against it (see shim.h). Signatures and the flag value are those of
@@ -18,6 +19,7 @@ static struct {
     void (*session_set_timeout)(SoupSession *, guint);
     void (*session_set_proxy_resolver)(SoupSession *, GProxyResolver *);
     SoupMessage *(*message_new)(const char *, const char *);
+    const char *(*message_get_method)(SoupMessage *);
     void (*message_add_flags)(SoupMessage *, guint);
     SoupMessageHeaders *(*message_get_request_headers)(SoupMessage *);
     SoupMessageHeaders *(*message_get_response_headers)(SoupMessage *);
@@ -52,6 +54,7 @@ static void load(void) {
     SYMBOL(session_set_timeout, "soup_session_set_timeout")
     SYMBOL(session_set_proxy_resolver, "soup_session_set_proxy_resolver")
     SYMBOL(message_new, "soup_message_new")
+    SYMBOL(message_get_method, "soup_message_get_method")
     SYMBOL(message_add_flags, "soup_message_add_flags")
     SYMBOL(message_get_request_headers, "soup_message_get_request_headers")
     SYMBOL(message_get_response_headers, "soup_message_get_response_headers")
@@ -82,10 +85,43 @@ int authctl_soup_load(void) {
     return loaded;
 }
 
-SoupSession *authctl_soup_session_new(guint timeout_seconds, gboolean direct) {
+// libsoup makes the CONNECT tunnel itself, as a message of its own, and when the proxy refuses it
+// gives the tunnel's status to the request as though the server had answered. The tunnel's own
+// status, kept here as libsoup lets go of it, tells the two apart.
+static void on_unqueued(SoupSession *session, SoupMessage *message, gpointer data) {
+    (void)session;
+    const char *method = soup.message_get_method(message);
+    if (method && strcmp(method, "CONNECT") == 0) *(guint *)data = soup.message_get_status(message);
+}
+
+// The proxy's Basic authentication goes with the first CONNECT, as curl sends it: libsoup would
+// wait for a 407 first, and after it (squid's, with its error page) reuses the connection in a
+// state where the TLS handshake that follows reads stray bytes.
+static void on_queued(SoupSession *session, SoupMessage *message, gpointer data) {
+    (void)session;
+    const char *method = soup.message_get_method(message);
+    if (method && strcmp(method, "CONNECT") == 0) soup.headers_append(soup.message_get_request_headers(message), "Proxy-Authorization", data);
+}
+
+SoupSession *authctl_soup_session_new(guint timeout_seconds, const char *proxy_uri, const char *proxy_authorization, gboolean direct,
+                                      guint *tunnel_status) {
     SoupSession *session = soup.session_new();
     soup.session_set_timeout(session, timeout_seconds);
-    if (direct) soup.session_set_proxy_resolver(session, NULL);
+    if (proxy_uri) {
+        // Only this proxy: GSimpleProxyResolver answers nothing else, so no direct connection is
+        // ever tried when the proxy fails.
+        GProxyResolver *resolver = g_simple_proxy_resolver_new(proxy_uri, NULL);
+        soup.session_set_proxy_resolver(session, resolver);
+        g_object_unref(resolver);
+        g_signal_connect(session, "request-unqueued", G_CALLBACK(on_unqueued), tunnel_status);
+        if (proxy_authorization) {
+            char *header = g_strdup(proxy_authorization);
+            g_object_set_data_full(G_OBJECT(session), "authctl-proxy-authorization", header, g_free);
+            g_signal_connect(session, "request-queued", G_CALLBACK(on_queued), header);
+        }
+    } else if (direct) {
+        soup.session_set_proxy_resolver(session, NULL);
+    }
     return session;
 }
 

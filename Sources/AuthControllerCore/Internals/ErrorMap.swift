@@ -84,6 +84,21 @@ enum ErrorMap {
 }
 
 extension ErrorMap {
+    /// A request through `proxy` that failed before the proxy answered its `CONNECT`: the proxy
+    /// cannot be reached, failed, or did not answer by the deadline. Never retried directly.
+    static func proxyError(_ error: GLibError, proxy: HTTPProxy, server: String, deadline: Deadline) -> AuthError {
+        let detail = error.debugDescription
+        if error.isCancelled || error.isTimeout || deadline.expired {
+            return .temporaryFailure("the proxy \(proxy.name) did not open the way to \(server) within \(formatSeconds(deadline.seconds)) s; try again, or \(hint: .raiseServerTimeout)",
+                                     detail: detail)
+        }
+        if error.domain == .soup {
+            return .unavailable("the proxy \(proxy.name) answered with something that is not HTTP (\(error.message.peerText(limit: 200)))", detail: detail)
+        }
+        return .unavailable("cannot reach the proxy \(proxy.name) named by \(proxy.variable) (\(error.message.peerText(limit: 200))); check \(proxy.variable) and that the proxy is up",
+                            detail: detail)
+    }
+
     /// D-Bus error names that say the peer or the connection went away.
     static let disconnectionErrorNames = ["org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected"]
 }

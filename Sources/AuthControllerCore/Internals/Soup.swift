@@ -7,10 +7,12 @@ internal import CLibsoup
 /// read, and one ``Deadline`` over the whole exchange. Blocks its thread.
 enum Soup {
     /// The corresponding C functions are `soup_session_send` and `g_input_stream_read`.
-    static func send(_ request: HTTPRequest, timeout: Double) throws(AuthError) -> HTTPResponse {
+    static func send(_ request: HTTPRequest, timeout: Double, proxies: ProxyVariables) throws(AuthError) -> HTTPResponse {
         guard authctl_soup_load() == 0 else {
             throw .unavailable("libsoup-3.0 is not installed, and authctl needs it to reach token servers; install the Debian package libsoup-3.0-0")
         }
+        // Decided here, as the request goes: a command that sends none never reads the variables.
+        let route = try ProxyRoute.of(request.url, under: proxies)
         // A private main context for this thread: libsoup's sync API runs its I/O there.
         let context = g_main_context_new()
         g_main_context_push_thread_default(context)
@@ -18,9 +20,16 @@ enum Soup {
             g_main_context_pop_thread_default(context)
             g_main_context_unref(context)
         }
-        let loopback = (try? ServerURL(validating: request.url))?.isLoopback ?? false
-        // Loopback never goes through a proxy; other servers follow the system's proxy settings.
-        let session = authctl_soup_session_new(guint(min(timeout.rounded(.up), 86_400)) + 1, loopback ? 1 : 0)!
+        let tunnelStatus = UnsafeMutablePointer<guint>.allocate(capacity: 1)
+        tunnelStatus.initialize(to: 0)
+        defer { tunnelStatus.deallocate() }
+        let backstop = guint(min(timeout.rounded(.up), 86_400)) + 1
+        let session: OpaquePointer
+        switch route {
+        case .direct: session = authctl_soup_session_new(backstop, nil, nil, 1, tunnelStatus)!
+        case .desktop: session = authctl_soup_session_new(backstop, nil, nil, 0, tunnelStatus)!
+        case .proxy(let proxy): session = authctl_soup_session_new(backstop, proxy.uri, proxy.basicAuthorization, 0, tunnelStatus)!
+        }
         defer { authctl_object_unref(UnsafeMutableRawPointer(session)) }
         guard let message = authctl_soup_message_new(request.method, request.url) else {
             throw .invalidInput("libsoup cannot parse the URL \(request.url)")
@@ -51,13 +60,20 @@ enum Soup {
         } catch {
             answer = .failure(error)
         }
+        if case .proxy(let proxy) = route, tunnelStatus.pointee != 0, !(200...299).contains(tunnelStatus.pointee) {
+            throw proxyRefusal(proxy, status: Int(tunnelStatus.pointee), server: request.url)
+        }
         let bytes: [UInt8]
         switch answer {
         case .success(let read): bytes = read
-        case .failure(let error): throw ErrorMap.authError(error, from: .tokenServer(request.url), while: "ask", deadline: deadline)
+        case .failure(let error):
+            if case .proxy(let proxy) = route, tunnelStatus.pointee == 0 {
+                throw ErrorMap.proxyError(error, proxy: proxy, server: request.url, deadline: deadline)
+            }
+            throw ErrorMap.authError(error, from: .tokenServer(route.naming(request.url)), while: "ask", deadline: deadline)
         }
         if bytes.count > maximumAnswerSize {
-            throw .protocolError("the token server \(request.url) answered with more than 64 KiB")
+            throw .protocolError("the token server \(route.naming(request.url)) answered with more than 64 KiB")
         }
         final class Headers { var values: [String: String] = [:] }
         let headers = Headers()
@@ -67,6 +83,32 @@ enum Soup {
             headers.values[String(cString: name).lowercased()] = String(cString: value)
         }, Unmanaged.passUnretained(headers).toOpaque())
         return HTTPResponse(status: Int(authctl_soup_message_status(message)), headers: headers.values, body: bytes)
+    }
+
+    /// A proxy that would not open the tunnel: 407 asks for (or refused) the user and password
+    /// of the variable it came from; any other status is named.
+    private static func proxyRefusal(_ proxy: HTTPProxy, status: Int, server: String) -> AuthError {
+        if status == 407 {
+            if proxy.user == nil {
+                return .unavailable("the proxy \(proxy.name) asks for a user and password: put them in \(proxy.variable) (http://USER:PASSWORD@\(proxy.name))")
+            }
+            return .unavailable("the proxy \(proxy.name) refused the user and password in \(proxy.variable)")
+        }
+        return .unavailable("the proxy \(proxy.name) refused the tunnel to \(server) (HTTP \(status)); check \(proxy.variable) and no_proxy, or ask whoever runs the proxy")
+    }
+
+    /// The proxy the desktop's setting gives for `url` (GIO's default resolver), as `HOST:PORT`;
+    /// `nil` for a direct connection. Only `server show` asks: a request lets libsoup ask.
+    /// The corresponding C function is `g_proxy_resolver_lookup`.
+    static func desktopProxy(for url: String) -> String? {
+        guard let uri = authctl_desktop_proxy(url) else { return nil }
+        defer { g_free(uri) }
+        let text = String(cString: uri)
+        guard let proxy = try? HTTPProxy(parsing: text, from: "the desktop's proxy setting") else {
+            // Not an http proxy (SOCKS, say): named by what follows the scheme, without credentials.
+            return text.split(separator: "@").last.map { String($0.split(separator: "/").last ?? $0) } ?? text
+        }
+        return proxy.name
     }
 
     /// The answer's body, up to one byte past the cap (then reading stops).
@@ -89,8 +131,14 @@ enum Soup {
 /// the commands that never make one. Each request runs on a thread of its own, off Swift's
 /// cooperative pool, so a slow server never holds up other tasks.
 package struct SoupTransport: HTTPTransport {
-    /// The transport; libsoup-3.0 is loaded only by the first request.
-    package init() {}
+    /// The transport, through the proxies `proxies` name (this process's variables by default);
+    /// libsoup-3.0 is loaded only by the first request.
+    package init(proxies: ProxyVariables = .current) {
+        self.proxies = proxies
+    }
+
+    /// The proxy variables requests follow (read when each is sent).
+    package let proxies: ProxyVariables
 
     /// Sends the request on a thread of its own (`offload`), off the cooperative pool, and
     /// suspends until the answer or the deadline. Without libsoup-3.0 installed this is
@@ -101,6 +149,24 @@ package struct SoupTransport: HTTPTransport {
         // Not Dispatch's global queue: it has about one thread per core, so requests that wait
         // for their servers queued behind each other (`serve` refreshing many services at once
         // sent two or three at a time on a two-core machine).
-        return try await offload { () throws(AuthError) in try Soup.send(request, timeout: timeout) }
+        return try await offload { [proxies] () throws(AuthError) in try Soup.send(request, timeout: timeout, proxies: proxies) }
+    }
+}
+
+extension ProxyRoute {
+    /// A server's URL as messages name it: with the proxy it is reached through.
+    func naming(_ url: String) -> String {
+        if case .proxy(let proxy) = self { return "\(url) (through the proxy \(proxy.name))" }
+        return url
+    }
+
+    /// `HOST:PORT` of the proxy a request to `url` goes through, or `nil` for a direct
+    /// connection: what `server show` prints.
+    package static func proxyName(for url: String, under variables: ProxyVariables) throws(AuthError) -> String? {
+        switch try of(url, under: variables) {
+        case .direct: return nil
+        case .proxy(let proxy): return proxy.name
+        case .desktop: return Soup.desktopProxy(for: url)
+        }
     }
 }

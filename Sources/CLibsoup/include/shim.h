@@ -6,6 +6,7 @@
 // through CGLib. The few soup_* entry points are declared in loader.c, so that building
 // needs no libsoup headers; running a network command needs the runtime package libsoup-3.0-0.
 #include <gio/gio.h>
+#include <string.h>
 
 typedef struct _SoupSession SoupSession;
 typedef struct _SoupMessage SoupMessage;
@@ -15,8 +16,22 @@ typedef struct _SoupMessage SoupMessage;
 int authctl_soup_load(void);
 
 /// `soup_session_new` with `soup_session_set_timeout` (a per-step backstop; the deadline is a
-/// GCancellable) and, with `direct`, no proxy (`soup_session_set_proxy_resolver(NULL)`).
-SoupSession *authctl_soup_session_new(guint timeout_seconds, gboolean direct);
+/// GCancellable) and its proxy: `proxy_uri` alone (a `GSimpleProxyResolver`), else with
+/// `direct` none (`soup_session_set_proxy_resolver(NULL)`), else the desktop's (GIO's default
+/// resolver). Through a proxy, the status of the last `CONNECT` is written to `tunnel_status`,
+/// which must outlive the session, and `proxy_authorization` (when not NULL) is sent with each
+/// `CONNECT` as its `Proxy-Authorization` header.
+SoupSession *authctl_soup_session_new(guint timeout_seconds, const char *proxy_uri, const char *proxy_authorization, gboolean direct,
+                                      guint *tunnel_status);
+
+/// The proxy GIO's default resolver (the desktop's setting) gives for `uri`, as a newly
+/// allocated URI (free with `g_free`); NULL for a direct connection or when it cannot say.
+static inline char *authctl_desktop_proxy(const char *uri) {
+    gchar **proxies = g_proxy_resolver_lookup(g_proxy_resolver_get_default(), uri, NULL, NULL);
+    char *first = (proxies && proxies[0] && strcmp(proxies[0], "direct://") != 0) ? g_strdup(proxies[0]) : NULL;
+    g_strfreev(proxies);
+    return first;
+}
 
 /// `soup_message_new(method, uri)` with `SOUP_MESSAGE_NO_REDIRECT`: a 3xx is the answer.
 /// NULL when libsoup cannot parse the URI.

@@ -86,7 +86,13 @@ struct Server: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
             abstract: "Print the service's binding.",
-            discussion: "Exit status: 0, or 1 when the service is not bound."
+            discussion: """
+                The last line, `proxy:`, is the proxy requests to the server go through (HOST:PORT) \
+                or `direct`: https_proxy (or HTTPS_PROXY), http_proxy, all_proxy and no_proxy as \
+                curl reads them, else the desktop's own proxy setting; loopback is always direct.
+                Exit status: 0, or 1 when the service is not bound; 64 for a proxy variable that \
+                is not an http:// proxy.
+                """
         )
 
         @OptionGroup var global: GlobalOptions
@@ -97,8 +103,11 @@ struct Server: ParsableCommand {
         func run() throws {
             let controller = try global.makeController()
             let binding = try controller.binding()
+            let proxy = try binding.flatMap { (binding) throws(AuthError) in
+                try ProxyRoute.proxyName(for: binding.server.rawValue, under: .current)
+            }
             if json {
-                try Output.json(BindingDocument(service: controller.service, binding))
+                try Output.json(BindingDocument(service: controller.service, binding, proxy: proxy))
             } else if let binding {
                 try Output.line("server: \(binding.server)")
                 try Output.line("protocol: \(binding.tokenProtocol.rawValue)")
@@ -111,6 +120,7 @@ struct Server: ParsableCommand {
                     if let port = openID.redirectPort { try Output.line("redirect-port: \(port)") }
                     if let issuer = openID.provider?.issuer { try Output.line("issuer: \(Output.escapingControlCharacters(issuer))") }
                 }
+                try Output.line("proxy: \(proxy ?? "direct")")
             } else {
                 Output.diagnostic("\(controller.service) is not bound to a token server")
             }

@@ -46,8 +46,10 @@ struct BindingDocument: Encodable {
     @Nullable var deviceAuthorizationUrl: String?
     @Nullable var redirectPort: UInt16?
     @Nullable var issuer: String?
+    /// `HOST:PORT` of the proxy requests to the server go through; null when direct or unbound.
+    @Nullable var proxy: String?
 
-    init(service: ServiceName, _ binding: ServerBinding?) {
+    init(service: ServiceName, _ binding: ServerBinding?, proxy: String? = nil) {
         self.service = service.rawValue
         server = binding?.server.rawValue
         `protocol` = binding?.tokenProtocol.rawValue
@@ -58,6 +60,7 @@ struct BindingDocument: Encodable {
         deviceAuthorizationUrl = binding?.openID?.deviceAuthorizationURL?.rawValue
         redirectPort = binding?.openID?.redirectPort
         issuer = binding?.openID?.provider?.issuer
+        self.proxy = proxy
     }
 }
 
