@@ -145,9 +145,19 @@ extension AuthController {
             throw .unavailable("this program cannot reach OpenID providers (no HTTP transport was given)")
         }
         let client = OpenIDClient(binding: binding, provider: provider, transport: transport, timeout: serverTimeout.seconds, clock: clock)
-        switch try chooseFlow(request, binding: binding, provider: provider) {
+        switch try chooseFlow(request, binding: binding, provider: provider, canPaste: presenter.acceptsPastedAddresses) {
         case .browser(let endpoint):
-            return try await browserFlow(client, endpoint: endpoint, request, presenter: presenter, complete: complete)
+            let started = ContinuousClock.now
+            let ending = try await browserFlow(client, endpoint: endpoint, request, presenter: presenter, complete: complete)
+            guard case .turnToDevice(let device) = ending else {
+                guard case .signedIn(let result) = ending else { preconditionFailure("a browser flow ends signed in or turned to the device flow") }
+                return result
+            }
+            // The same --timeout: what the browser flow used of it is gone.
+            var rest = request
+            rest.timeout = max(request.timeout - (ContinuousClock.now - started), .zero)
+            let grant = try await deviceFlow(client, endpoint: device, rest, presenter: presenter)
+            return try await finish(client, grant, nonce: nil, rest, complete: complete).result
         case .device(let endpoint):
             let grant = try await deviceFlow(client, endpoint: endpoint, request, presenter: presenter)
             return try await finish(client, grant, nonce: nil, request, complete: complete).result
@@ -177,8 +187,10 @@ extension AuthController {
         case device(ServerURL)
     }
 
-    /// The request's flow, else the browser when there is one to show, else the device flow.
-    private func chooseFlow(_ request: OpenIDSignIn, binding: ServerBinding, provider: OpenIDProvider) throws(AuthError) -> ChosenFlow {
+    /// The request's flow, else the browser when there is one to show, else the device flow,
+    /// else the browser flow with a pasted address when the person can paste one.
+    private func chooseFlow(_ request: OpenIDSignIn, binding: ServerBinding, provider: OpenIDProvider,
+                            canPaste: Bool) throws(AuthError) -> ChosenFlow {
         let browser = provider.authorizationEndpoint
         let device = binding.openID?.deviceEndpoint
         let noBrowser = AuthError.unavailable("the OpenID provider \(binding.server) has no authorization endpoint, so it has no browser flow")
@@ -193,23 +205,68 @@ extension AuthController {
         case nil:
             if let browser, request.canOpenBrowser { return .browser(browser) }
             if let device { return .device(device) }
-            if browser == nil { throw noBrowser }
-            throw .unavailable("no browser can be shown here (neither BROWSER, DISPLAY nor WAYLAND_DISPLAY is set) and the OpenID provider \(binding.server) names no device authorization endpoint")
+            guard let browser else { throw noBrowser }
+            if canPaste { return .browser(browser) }
+            throw .unavailable("no browser can be shown here (neither BROWSER, DISPLAY nor WAYLAND_DISPLAY is set, or this is an SSH session) and the OpenID provider \(binding.server) names no device authorization endpoint; sign in at a terminal, where the address your browser ends on can be pasted")
         }
     }
 
-    /// The browser flow: the listener, the authorization page, the callback, the code exchange,
-    /// then `finish`; the callback's page says how it ended.
+    /// How a browser flow ended: signed in, or turned to the device flow at `endpoint` because
+    /// the browser could not be opened.
+    private enum BrowserFlowEnding<Result> {
+        case signedIn(Result)
+        case turnToDevice(ServerURL)
+    }
+
+    /// What came first while the browser flow waited.
+    private enum BrowserWait: Sendable {
+        case callback(LoopbackListener.Parameters)
+        case browserFailed
+        case timedOut
+    }
+
+    /// The browser flow: the listener, the authorization page, the callback (or the address the
+    /// person pastes), the code exchange, then `finish`; the callback's page says how it ended.
+    /// Without a flow asked for, a browser that fails to open turns it to the device flow when
+    /// the provider has one.
     private func browserFlow<Result: Sendable>(
         _ client: OpenIDClient, endpoint: ServerURL, _ request: OpenIDSignIn, presenter: any SignInPresenter,
         complete: @Sendable (TokenGrant, SignedInIdentity) async throws(AuthError) -> Result
-    ) async throws(AuthError) -> Result {
+    ) async throws(AuthError) -> BrowserFlowEnding<Result> {
         let proof = SignInProof()
         let listener = try LoopbackListener(port: client.binding.openID?.redirectPort, expectedState: proof.state)
         defer { listener.close() }
         try presenter.showAuthorizationPage(client.authorizationURL(endpoint, redirectURI: listener.redirectURI, proof: proof,
                                                                 loginHint: request.account))
-        guard let parameters = await listener.callback(timeout: request.timeout) else {
+        let device = request.flow == nil ? client.binding.openID?.deviceEndpoint : nil
+        let waited = await withTaskGroup(of: BrowserWait?.self) { group -> BrowserWait in
+            group.addTask { await listener.callback(timeout: request.timeout).map(BrowserWait.callback) ?? .timedOut }
+            // Asked even when nothing would follow from it: the presenter tells the person.
+            group.addTask { await presenter.browserFailure() != nil && device != nil ? .browserFailed : nil }
+            if presenter.acceptsPastedAddresses {
+                group.addTask {
+                    for await line in presenter.pastedAddresses() {
+                        // Taken, the listener hands it to the wait above, as a callback.
+                        guard let refusal = listener.offer(pastedAddress: line) else { break }
+                        presenter.refusedPastedAddress(refusal)
+                    }
+                    return nil
+                }
+            }
+            while let next = await group.next() {
+                guard let next else { continue }
+                group.cancelAll()
+                return next
+            }
+            return .timedOut
+        }
+        let parameters: LoopbackListener.Parameters
+        switch waited {
+        case .callback(let received): parameters = received
+        case .browserFailed:
+            listener.close()
+            return .turnToDevice(device!)
+        case .timedOut:
             throw .temporaryFailure("the sign-in was not completed in the browser within \(formatSeconds(request.timeout.seconds)) s; \(hint: .raiseSignInTimeout)")
         }
         do {
@@ -217,7 +274,7 @@ extension AuthController {
             let grant = try await client.exchange(code: code, redirectURI: listener.redirectURI, proof: proof)
             let (result, account) = try await finish(client, grant, nonce: proof.nonce, request, complete: complete)
             await listener.finish(page: SignInPage.signedIn(service: service, account: account))
-            return result
+            return .signedIn(result)
         } catch {
             await listener.finish(page: SignInPage.failed(error))
             throw error
@@ -301,4 +358,35 @@ public protocol SignInPresenter: Sendable {
     /// The device flow: where to go and which code to enter there. Called once, before polling.
     /// An error (the code could not be shown) ends the sign-in, with nothing stored.
     func showDeviceCode(_ code: DeviceCode) throws(AuthError)
+
+    /// Whether the person can paste here the address their browser ends on (a terminal, say),
+    /// for a browser that cannot reach this machine's listener. `false` by default.
+    var acceptsPastedAddresses: Bool { get }
+
+    /// The browser flow, when the device flow could take over: waits, after
+    /// ``showAuthorizationPage(_:)``, until the browser is known not to have opened (it could
+    /// not be started, or it failed at once) and returns what happened, having told the person;
+    /// `nil` once it is known to have started or this cannot be known. Must end soon when the
+    /// task is cancelled. By default `nil` at once.
+    func browserFailure() async -> String?
+
+    /// The lines the person pastes, each meant to be the address their browser ended on. Asked
+    /// once per browser flow, when ``acceptsPastedAddresses``; iteration stops at the sign-in's
+    /// end. By default none.
+    func pastedAddresses() -> AsyncStream<String>
+
+    /// A pasted line that was not taken, and why (one line); the wait goes on. By default
+    /// nothing is said.
+    func refusedPastedAddress(_ reason: String)
+}
+
+extension SignInPresenter {
+    /// No address can be pasted.
+    public var acceptsPastedAddresses: Bool { false }
+    /// Nothing is known of the browser.
+    public func browserFailure() async -> String? { nil }
+    /// No line is ever pasted.
+    public func pastedAddresses() -> AsyncStream<String> { AsyncStream { $0.finish() } }
+    /// Nothing is said.
+    public func refusedPastedAddress(_ reason: String) {}
 }

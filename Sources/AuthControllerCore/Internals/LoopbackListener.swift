@@ -100,6 +100,54 @@ final class LoopbackListener: @unchecked Sendable {
         waiting?.resume(returning: parameters)
     }
 
+    /// The longest pasted line taken, in bytes: an authorization response is a few hundred.
+    static let maximumPastedLength = 8192
+
+    /// Takes `line`, an address the person pasted from their browser, as the callback when its
+    /// query carries the expected `state` once and a `code` or an `error`: the same check as at
+    /// the listener, and the same one-shot (whichever of the two comes first is used). Returns
+    /// `nil` when taken, else why not. No `state` is ever made up for a bare code.
+    func offer(pastedAddress line: String) -> String? {
+        // By scalars: "\r\n" is one Character.
+        var scalars = Substring(line).unicodeScalars
+        while let last = scalars.last, [" ", "\t", "\r", "\n"].contains(last) { scalars.removeLast() }
+        while let first = scalars.first, [" ", "\t"].contains(first) { scalars.removeFirst() }
+        let text = Substring(scalars)
+        if text.isEmpty { return "nothing was pasted; paste the whole address your browser shows once you have signed in" }
+        guard text.utf8.count <= Self.maximumPastedLength else {
+            return "the pasted line is longer than \(Self.maximumPastedLength) bytes, so it is not the address of this sign-in"
+        }
+        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) else {
+            return "the pasted line contains a control character, so it is not the address of this sign-in"
+        }
+        guard let question = text.firstIndex(of: "?") else {
+            return "the pasted line is not an address with a query (…/callback?code=…&state=…); paste the whole address your browser shows"
+        }
+        var query = text[text.index(after: question)...]
+        if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
+        guard let parameters = Self.parse(String(query)) else { return "the pasted address has a broken %-encoding" }
+        let states = parameters.filter { $0.name == "state" }
+        guard !states.isEmpty else {
+            return "the pasted address carries no state, so it cannot be told from another sign-in's; paste the whole address your browser shows"
+        }
+        guard states.count == 1, states[0].value.equalsInConstantTime(expectedState) else {
+            return "the pasted address belongs to another sign-in (its state is not this one's)"
+        }
+        guard parameters.contains(where: { $0.name == "code" || $0.name == "error" }) else {
+            return "the pasted address carries no code; paste the address your browser shows once you have signed in"
+        }
+        let (taken, waiting) = state.withLock { (state: inout State) -> (Bool, CheckedContinuation<Parameters?, Never>?) in
+            guard !state.acted, !state.closed else { return (false, nil) }
+            state.acted = true
+            state.parameters = parameters
+            defer { state.waiting = nil }
+            return (true, state.waiting)
+        }
+        guard taken else { return "the sign-in has already had its answer" }
+        waiting?.resume(returning: parameters)
+        return nil
+    }
+
     /// The callback's parameters, once it comes; `nil` when `timeout` passes first, or the task
     /// is cancelled.
     func callback(timeout: Duration) async -> Parameters? {

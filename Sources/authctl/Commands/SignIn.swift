@@ -13,6 +13,14 @@ struct SignIn: AsyncParsableCommand {
             the person signs in in the browser (its URL is printed, and $BROWSER or xdg-open \
             started) or, with --flow device or without a browser to show, by entering a code on \
             any device. ACCOUNT is then optional: given, it is the account that must sign in.
+            Over SSH (SSH_CONNECTION or SSH_TTY set, BROWSER not) there is no browser here, even \
+            with a forwarded display. A browser command that fails within 5 seconds (xdg-open \
+            exits 3 when it finds no browser) turns the sign-in to the device flow when the \
+            provider has one. At a terminal, the browser flow also takes the address the browser \
+            ends on, pasted: sign in in a browser on any machine, copy the address it shows \
+            (http://127.0.0.1:PORT/callback?code=…&state=…, even when the page does not load), \
+            and paste it. It is checked exactly as the browser's own answer would be.
+            Requests to the provider go through https_proxy (or all_proxy) as curl reads it.
             Exit status: 0 signed in, 77 wrong password or refused at the provider (nothing \
             changes), 75 not completed within --timeout, 76 an ID token that fails a check.
             """
@@ -51,7 +59,7 @@ struct SignIn: AsyncParsableCommand {
             if passwordStdin || register {
                 throw AuthError.usage("--password-stdin and --register are not for an OpenID provider: its accounts sign in in the browser or with a device code")
             }
-            let result = try await controller.signIn(at: binding, try openID.request(account: account, name: name), presenter: SignInPrompts())
+            let result = try await controller.signIn(at: binding, try openID.request(account: account, name: name), presenter: SignInPrompts(mayPrompt: !global.noPrompt))
             Output.warnings(result.outcome)
             try Output.line(result.outcome.events.isEmpty ? "Already signed in to \(controller.service) as \(result.account)."
                                                          : "Signed in to \(controller.service) as \(result.account).")

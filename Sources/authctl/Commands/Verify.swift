@@ -25,7 +25,7 @@ struct Verify: AsyncParsableCommand {
         let controller = try global.makeController()
         if ((try? controller.binding()) ?? nil)?.tokenProtocol == .oidc {
             if passwordStdin { throw AuthError.usage("--password-stdin is not for an OpenID provider: sign in again in the browser or with a device code") }
-            let outcome = try await controller.verify(try openID.request(account: nil, name: nil), presenter: SignInPrompts())
+            let outcome = try await controller.verify(try openID.request(account: nil, name: nil), presenter: SignInPrompts(mayPrompt: !global.noPrompt))
             Output.warnings(outcome)
             try Output.line("Signed in again; the session is renewed.")
             return

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+@testable import AuthControllerCore
+import Testing
+
+/// The address a person pastes where their browser cannot reach the listener: taken exactly as
+/// the listener takes a callback, or refused with the reason, the wait going on.
+@Suite("Pasted addresses")
+struct PastedAddressTests {
+    @Test("taken only with this sign-in's state, once, and a code or an error; anything else refused with why")
+    func offer() async throws {
+        let listener = try LoopbackListener(port: nil, expectedState: "state-1")
+        defer { listener.close() }
+        let refusals: [(String, String)] = [
+            ("http://127.0.0.1:1/callback?code=c&state=state-2", "belongs to another sign-in"),
+            ("http://127.0.0.1:1/callback?code=c&state=state-1&state=state-1", "belongs to another sign-in"),
+            ("http://127.0.0.1:1/callback?code=c", "carries no state"),
+            ("c0de", "is not an address with a query"),
+            ("http://127.0.0.1:1/callback?state=state-1", "carries no code"),
+            ("http://127.0.0.1:1/callback?code=c&state=state-1\u{1b}[2J", "control character"),
+            ("http://127.0.0.1:1/callback?code=c&state=state-1\u{85}", "control character"),
+            ("http://127.0.0.1:1/callback?code=%zz&state=state-1", "broken %-encoding"),
+            ("http://127.0.0.1:1/callback?state=state-1&code=" + String(repeating: "c", count: 9000), "longer than 8192 bytes"),
+            ("   \r\n", "nothing was pasted"),
+        ]
+        for (line, reason) in refusals {
+            let refusal = listener.offer(pastedAddress: line)
+            #expect(refusal?.contains(reason) == true, "\(line.prefix(80)): \(refusal ?? "taken")")
+        }
+        #expect(listener.offer(pastedAddress: "  http://127.0.0.1:1/callback?code=the+code&state=state-1&iss=x#top \r\n") == nil)
+        let parameters = await listener.callback(timeout: .seconds(5))
+        #expect(parameters?.first { $0.name == "code" }?.value == "the code")
+        #expect(listener.offer(pastedAddress: "http://127.0.0.1:1/callback?code=c&state=state-1")?.contains("already") == true)
+    }
+}
