@@ -73,6 +73,9 @@ struct Scenario {
     /// then reports the item it could not decode as not found. Reads change nothing, so a second
     /// look is safe, and one that finds nothing three times did find nothing.
     var secretToolLookAgain = 0
+    /// What authctl is started through (`unshare` into a mount namespace, say), its own path and
+    /// arguments then following; none by default.
+    var launcher: [String] = []
 
     init(sandbox: DesktopSandbox? = nil, service: String? = nil) async throws {
         if let sandbox { self.sandbox = sandbox } else { self.sandbox = try await SharedSandbox.get() }
@@ -99,7 +102,13 @@ struct Scenario {
     /// Runs the built `authctl` with `arguments`, feeding `input` on stdin (or /dev/null).
     @discardableResult
     func authctl(_ arguments: [String], input: [UInt8]? = nil, timeout: Double = 60) async throws -> Run {
-        try await runProcess(Self.binary, arguments, input: input, environment: environment, timeout: timeout)
+        try await runProcess(launched.path, launched.arguments + arguments, input: input, environment: environment, timeout: timeout)
+    }
+
+    /// The program that starts authctl, and the arguments before authctl's own.
+    private var launched: (path: String, arguments: [String]) {
+        guard let first = launcher.first else { return (Self.binary, []) }
+        return (first, Array(launcher.dropFirst()) + [Self.binary])
     }
 
     @discardableResult
@@ -152,7 +161,7 @@ struct Scenario {
 
     /// Starts `authctl` without waiting for it.
     func start(_ arguments: [String], input: [UInt8]? = nil) async throws -> Spawned {
-        try await Spawned(Self.binary, arguments, input: input, environment: environment)
+        try await Spawned(launched.path, launched.arguments + arguments, input: input, environment: environment)
     }
 
     /// `secret-tool` (libsecret-tools) against the same keyring.

@@ -38,6 +38,8 @@ final class IdentityProvider: Sendable {
 
     private let server: ServerProcess
     var port: Int { server.port }
+    /// The host name of its HTTPS listener, when it has one (`tls`).
+    let tlsName: String?
     /// Every request the provider answered, one JSON object a line (as `log()` returns them).
     let requestLog: URL
     private let folder: URL
@@ -57,7 +59,8 @@ final class IdentityProvider: Sendable {
     init(accessTokenLifetime: Duration = .seconds(300), idTokenLifetime: Duration = .seconds(300),
          refreshTokenLifetime: Duration? = nil, authorizationCodeLifetime: Duration = .seconds(60),
          refreshGracePeriod: Duration = .zero, rotation: Bool = true, reuseProtection: Bool = true,
-         deviceInterval: Duration = .seconds(1), deviceCodeLifetime: Duration = .seconds(1800), issParameter: Bool = true, completeDiscovery: Bool = false) async throws {
+         deviceInterval: Duration = .seconds(1), deviceCodeLifetime: Duration = .seconds(1800), issParameter: Bool = true, completeDiscovery: Bool = false,
+         tls: TestCertificates? = nil) async throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("identity-provider-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         requestLog = folder.appendingPathComponent("requests.jsonl")
@@ -76,6 +79,8 @@ final class IdentityProvider: Sendable {
         if !reuseProtection { arguments.append("--no-reuse-protection") }
         if !issParameter { arguments.append("--no-iss-parameter") }
         if completeDiscovery { arguments.append("--complete-discovery") }
+        if let tls { arguments += ["--tls-name", tls.hostName, "--tls-cert", tls.certificate, "--tls-key", tls.key] }
+        tlsName = tls?.hostName
 
         server = try await ServerProcess("identity provider", executable: try Self.python(), arguments: arguments,
                                          within: .seconds(60), slow: true)
@@ -92,6 +97,15 @@ final class IdentityProvider: Sendable {
 
     /// The issuer, exactly as discovery spells it: no trailing `/`.
     var issuer: String { "http://127.0.0.1:\(port)/o" }
+
+    /// The issuer of the HTTPS listener (`tls`), `https://NAME:PORT/o`: a provider away from this
+    /// machine, as far as authctl can tell. Its requests are logged with `tls` true.
+    func httpsIssuer() async throws -> String {
+        let name = try #require(tlsName, "the provider was started without tls")
+        let answer = try JSONSerialization.jsonObject(with: try await control.data("/_tls")) as? [String: Any]
+        let port = try #require(answer?["port"] as? Int, "\(String(describing: answer))")
+        return "https://\(name):\(port)/o"
+    }
     var discoveryURL: String { "\(issuer)/.well-known/openid-configuration" }
     var authorizationEndpoint: String { "\(issuer)/authorize/" }
     var tokenEndpoint: String { "\(issuer)/token/" }

@@ -8,7 +8,8 @@ redirect to the client's loopback callback, whose answer goes to IDP_RESULT as J
 Settings as person.py lists them, plus IDP_ENGINE: http (default, Python's HTTP client) or
 chromium (headless Chromium driven by Selenium, through /usr/bin/chromedriver), and for the http
 engine IDP_CALLBACK_SET, IDP_CALLBACK_DROP (see `edited`) and IDP_CALLBACK_AGAIN (how many more
-times the callback is fetched; their answers go to "again").
+times the callback is fetched; their answers go to "again"); IDP_CALLBACK_FETCH=no stops at the
+callback's address, written as "callbackURL" but never fetched, as for a person who pastes it.
 It runs without a terminal and detached; it writes nothing a client would need to read.
 """
 import os
@@ -64,6 +65,10 @@ def over_http(authorization_url):
     if callback:
         callback = edited(callback)
         result["callbackURL"] = callback
+        if os.environ.get("IDP_CALLBACK_FETCH") == "no":
+            # The person copies the address instead (a browser that cannot reach the listener).
+            result["steps"] = who.steps
+            return result
         try:
             status, headers, body = who.request(callback)
             result.update(status=status, contentType=headers.get("Content-Type"), body=body)

@@ -46,6 +46,9 @@ def arguments():
                         help="seconds a device code and its user code live (the answer's expires_in)")
     parser.add_argument("--no-iss-parameter", action="store_true",
                         help="no RFC 9207 iss in authorization responses, and none announced in discovery")
+    parser.add_argument("--tls-name", help="also serve HTTPS, on a port of its own, as this host name (for the issuer)")
+    parser.add_argument("--tls-cert", help="the HTTPS listener's certificate chain (PEM) for --tls-name")
+    parser.add_argument("--tls-key", help="its private key (PEM)")
     parser.add_argument("--complete-discovery", action="store_true",
                         help="discovery also names revocation_endpoint and device_authorization_endpoint")
     return parser.parse_args()
@@ -56,9 +59,31 @@ class Server(socketserver.ThreadingMixIn, WSGIServer):
     request_queue_size = 64
 
 
+class TLSServer(Server):
+    """The HTTPS listener: TLS is taken on in the connection's own thread, so a client that
+    never finishes its handshake holds up nobody else."""
+
+    context = None
+
+    def finish_request(self, request, client_address):
+        try:
+            request = self.context.wrap_socket(request, server_side=True)
+        except OSError:
+            return
+        super().finish_request(request, client_address)
+
+
 class QuietHandler(WSGIRequestHandler):
     def log_message(self, *args):
         pass  # idp_site.Recorder logs what a test needs
+
+
+class QuietTLSHandler(QuietHandler):
+    def get_environ(self):
+        environ = super().get_environ()
+        environ["HTTPS"] = "on"  # Django then builds https:// URLs (the issuer among them)
+        environ["wsgi.url_scheme"] = "https"
+        return environ
 
 
 def private_key_pem():
@@ -76,7 +101,7 @@ def configure_django(options, base):
     settings.configure(
         DEBUG=False,
         SECRET_KEY=secrets.token_urlsafe(40),
-        ALLOWED_HOSTS=["127.0.0.1", "localhost"],
+        ALLOWED_HOSTS=["127.0.0.1", "localhost"] + ([options.tls_name] if options.tls_name else []),
         ROOT_URLCONF="idp_site",
         INSTALLED_APPS=["django.contrib.auth", "django.contrib.contenttypes", "django.contrib.sessions", "oauth2_provider"],
         MIDDLEWARE=[
@@ -186,6 +211,15 @@ def main():
     idp_site.complete_discovery = options.complete_discovery
     idp_site.device_code_lifetime = options.device_code_lifetime
     server.set_app(get_wsgi_application())
+    if options.tls_name:
+        import ssl
+
+        tls_server = TLSServer(("127.0.0.1", 0), QuietTLSHandler)
+        tls_server.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls_server.context.load_cert_chain(options.tls_cert, options.tls_key)
+        tls_server.set_app(server.get_app())
+        idp_site.tls_port = tls_server.server_address[1]
+        threading.Thread(target=tls_server.serve_forever, daemon=True).start()
     print("listening %d" % port, flush=True)
     print("started in %.2f s" % (time.monotonic() - started), file=sys.stderr, flush=True)
     # Started with a pipe on stdin, it ends when the pipe closes: a test run that dies leaves no

@@ -123,6 +123,8 @@ class Recorder:
             "authorization": request.headers.get("Authorization"),
             "userAgent": request.headers.get("User-Agent"),
             "accept": request.headers.get("Accept"),
+            "tls": request.is_secure(),
+            "host": request.get_host(),
             "status": response.status_code,
             "location": response.get("Location"),
         }
@@ -135,6 +137,13 @@ class Recorder:
                 with open(log_file, "a") as file:
                     file.write(json.dumps(entry) + "\n")
         return response
+
+
+tls_port = None  # set by identity_provider.py when it also serves HTTPS
+
+
+def tls(request):
+    return JsonResponse({"port": tls_port})
 
 
 def stats(request):
@@ -229,4 +238,5 @@ urlpatterns = [
     path("_log", request_log),
     path("_config", configure),
     path("_live", live_refresh_tokens),
+    path("_tls", tls),
 ]

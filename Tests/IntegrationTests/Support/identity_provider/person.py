@@ -71,7 +71,12 @@ class Person:
     def request(self, url, form=None):
         """One request, redirects not followed: (status, headers, body text)."""
         data = urllib.parse.urlencode(form).encode() if form is not None else None
-        request = urllib.request.Request(url, data=data, headers={"User-Agent": "identity-provider-person/1"})
+        headers = {"User-Agent": "identity-provider-person/1"}
+        if form is not None:
+            # As a browser sends it with a form: Django's CSRF check needs it (or a Referer) over HTTPS.
+            parts = urllib.parse.urlsplit(url)
+            headers["Origin"] = "%s://%s" % (parts.scheme, parts.netloc)
+        request = urllib.request.Request(url, data=data, headers=headers)
         started = time.monotonic()
         try:
             with self.opener.open(request, timeout=self.timeout) as answer:
