@@ -21,12 +21,24 @@ demo: deps
 # and a bus at work there; `make deb` builds the package first). Beside the rest, every timing the
 # other tests measure would be their load's.
 TOOL_SUITES = ProxyTests|KubeAPIServerTests|KubectlTests|ContainerRegistryTests|ContainerRegistryHelperTests|NotificationServerTests|NotificationTests
+#
+# Then every fuzz target runs CI_FUZZ_SECONDS against its committed corpus (see fuzz below). Its build
+# (AddressSanitizer and libFuzzer, a build folder of its own) runs beside the test passes, at the lowest
+# priority, in a session of its own: it takes only the CPU the tests leave idle while they wait for
+# their servers and daemons, and is stopped with everything it started if a pass fails.
+CI_FUZZ_SECONDS ?= 3
+test: SHELL := /bin/bash
+test: .SHELLFLAGS := -o pipefail -ec
 test: deps install-prerequisites docs deb
-	swift test --skip 'SecretServiceImplementationTests|KeyringLoadTests|DebianPackageTests|$(TOOL_SUITES)'
-	swift test --filter '$(TOOL_SUITES)'
-	swift test --filter SecretServiceImplementationTests
-	swift test --filter KeyringLoadTests
-	swift test --filter DebianPackageTests
+	mkdir -p .build && setsid nice -n 19 $(MAKE) --no-print-directory fuzz-build > .build/fuzz-build.log 2>&1 & fuzz=$$!; \
+	trap 'kill -- -$$fuzz 2>/dev/null || true' EXIT; \
+	swift test --skip 'SecretServiceImplementationTests|KeyringLoadTests|DebianPackageTests|$(TOOL_SUITES)'; \
+	swift test --filter '$(TOOL_SUITES)'; \
+	swift test --filter SecretServiceImplementationTests; \
+	swift test --filter KeyringLoadTests; \
+	swift test --filter DebianPackageTests; \
+	wait $$fuzz || { tail -40 .build/fuzz-build.log; echo "make: the fuzz targets did not build; .build/fuzz-build.log says why" >&2; exit 1; }; \
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 
 # The unit tests under ThreadSanitizer, in a build folder of their own (every module is instrumented,
 # so it shares nothing with the plain build): a data race anywhere in the library fails the run.
