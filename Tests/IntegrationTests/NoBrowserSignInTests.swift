@@ -33,7 +33,7 @@ struct NoBrowserSignInTests {
             scenario.extraEnvironment = environment
             try await scenario.bindDeviceClient(of: provider)
             let signIn = try await scenario.start(["sign-in", "--timeout", "120"])
-            let printed = await eventually(within: .seconds(30)) { signIn.stderr.contains(" and enter the code ") }
+            let printed = await eventually(within: .seconds(90)) { signIn.stderr.contains(" and enter the code ") }
             let lines = signIn.stderr.split(separator: "\n").map(String.init)
             try #require(printed, "\(environment): \(signIn.stderr)")
             let failure = try #require(lines.firstIndex { $0.contains(words) }, "\(environment): \(lines)")

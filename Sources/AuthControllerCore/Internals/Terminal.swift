@@ -24,6 +24,11 @@ package struct Terminal: Sendable {
     /// Whether the descriptor refers to a terminal. The corresponding C function is `isatty`.
     package var isTerminal: Bool { isatty(descriptor.rawValue) == 1 }
 
+    /// Whether this process is in the terminal's foreground process group: a read from the
+    /// terminal in the background (`authctl sign-in &`) would stop the process with SIGTTIN.
+    /// The corresponding C functions are `tcgetpgrp` and `getpgrp`.
+    package var isForeground: Bool { tcgetpgrp(descriptor.rawValue) == getpgrp() }
+
     /// Runs `body` with the terminal's echo off (and line editing on), then restores the
     /// terminal's settings. Returns `nil`, without running `body`, when the settings cannot be
     /// read (the descriptor is not a terminal). Blocks only as long as `body` does.

@@ -29,7 +29,8 @@ struct SignInPrompts: SignInPresenter {
         self.mayPrompt = mayPrompt
     }
 
-    var acceptsPastedAddresses: Bool { mayPrompt && Terminal.standardInput.isTerminal }
+    /// Not in the background: reading the terminal there would stop authctl (SIGTTIN).
+    var acceptsPastedAddresses: Bool { mayPrompt && Terminal.standardInput.isTerminal && Terminal.standardInput.isForeground }
 
     func showAuthorizationPage(_ url: String) throws(AuthError) {
         guard Self.canOpenBrowser else {
