@@ -28,7 +28,12 @@ enum Soup {
         switch route {
         case .direct: session = authctl_soup_session_new(backstop, nil, nil, 1, tunnelStatus)!
         case .desktop: session = authctl_soup_session_new(backstop, nil, nil, 0, tunnelStatus)!
-        case .proxy(let proxy): session = authctl_soup_session_new(backstop, proxy.uri, proxy.basicAuthorization, 0, tunnelStatus)!
+        case .proxy(let proxy):
+            guard let made = authctl_soup_session_new(backstop, proxy.uri, proxy.basicAuthorization, 0, tunnelStatus) else {
+                // Never direct instead.
+                throw .usage("\(proxy.variable) is not a proxy authctl can use: GIO cannot read \(proxy.name) as a proxy's address; give it as http://HOST:PORT")
+            }
+            session = made
         }
         defer { authctl_object_unref(UnsafeMutableRawPointer(session)) }
         guard let message = authctl_soup_message_new(request.method, request.url) else {
