@@ -127,6 +127,10 @@ SoupSession *authctl_soup_session_new(guint timeout_seconds, const char *proxy_u
         }
     } else if (direct) {
         soup.session_set_proxy_resolver(session, NULL);
+    } else {
+        // The desktop's proxy refuses a tunnel as any proxy does: its status too is kept, so that
+        // its 407 is not taken for the server's.
+        g_signal_connect(session, "request-unqueued", G_CALLBACK(on_unqueued), tunnel_status);
     }
     return session;
 }
