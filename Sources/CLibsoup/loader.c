@@ -108,6 +108,12 @@ SoupSession *authctl_soup_session_new(guint timeout_seconds, const char *proxy_u
     SoupSession *session = soup.session_new();
     soup.session_set_timeout(session, timeout_seconds);
     if (proxy_uri) {
+        // GSimpleProxyResolver given a URI GIO cannot read keeps no proxy at all, and so resolves
+        // every address to a direct connection: no session rather than that.
+        if (!g_uri_is_valid(proxy_uri, G_URI_FLAGS_NONE, NULL)) {
+            g_object_unref(session);
+            return NULL;
+        }
         // Only this proxy: GSimpleProxyResolver answers nothing else, so no direct connection is
         // ever tried when the proxy fails.
         GProxyResolver *resolver = g_simple_proxy_resolver_new(proxy_uri, NULL);
@@ -121,6 +127,10 @@ SoupSession *authctl_soup_session_new(guint timeout_seconds, const char *proxy_u
         }
     } else if (direct) {
         soup.session_set_proxy_resolver(session, NULL);
+    } else {
+        // The desktop's proxy refuses a tunnel as any proxy does: its status too is kept, so that
+        // its 407 is not taken for the server's.
+        g_signal_connect(session, "request-unqueued", G_CALLBACK(on_unqueued), tunnel_status);
     }
     return session;
 }

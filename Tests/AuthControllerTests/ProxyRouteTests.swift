@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import AuthControllerCore
+import FoundationEssentials
 import Testing
 
 /// Which proxy a request takes, as curl reads the variables, and how a proxy variable is read.
@@ -41,6 +42,10 @@ struct ProxyRouteTests {
         ("", "idp.example.com", false), ("192.0.2.7", "192.0.2.7", true), ("192.0.2.7", "192.0.2.70", false),
         ("::1", "[::1]", true), ("[2001:db8::1]", "[2001:db8::1]", true), ("example.com.", "idp.example.com", true),
         ("*,example.com", "idp.other", false), (",,", "x.example", false),
+        // An address is matched as curl matches it: itself or a block, never a suffix.
+        ("0.0.1", "10.0.0.1", false), ("10.", "192.168.1.10", false), ("1", "10.0.0.1", false),
+        ("10.0.0.0/8", "10.1.2.3", true), ("10.0.0.0/8", "11.0.0.1", false), (" 192.168.0.0/16 ", "192.168.7.9", true),
+        ("0.0.0.0/0", "203.0.113.9", true), ("192.0.2.7/33", "192.0.2.7", false), ("192.0.2.7/", "192.0.2.7", false),
     ] as [(String, String, Bool)])
     func noProxy(list: String, host: String, matches: Bool) {
         #expect(ProxyRoute.noProxy(list, matches: host.lowercased()) == matches)
@@ -55,11 +60,16 @@ struct ProxyRouteTests {
         let credentials = try HTTPProxy(parsing: "http://dev%40corp:p%3Ass%2Fw@10.0.0.1:8080", from: "https_proxy")
         #expect(credentials.user == "dev@corp" && credentials.password == "p:ss/w")
         #expect(credentials.name == "10.0.0.1:8080" && "\(credentials)" == "10.0.0.1:8080")
-        #expect(credentials.uri == "http://dev%40corp:p%3Ass%2Fw@10.0.0.1:8080")
+        // The user and password go only in authctl's own Proxy-Authorization, never to GIO and
+        // libsoup (which would re-send them twenty times after a 407).
+        #expect(credentials.uri == "http://10.0.0.1:8080")
+        #expect(credentials.basicAuthorization == "Basic " + Data("dev@corp:p:ss/w".utf8).base64EncodedString())
         let userOnly = try HTTPProxy(parsing: "http://dev@h:1", from: "https_proxy")
         #expect(userOnly.user == "dev" && userOnly.password == nil)
         let v6 = try HTTPProxy(parsing: "http://[2001:db8::1]:3128", from: "https_proxy")
         #expect(v6.name == "[2001:db8::1]:3128")
+        let zoned = try HTTPProxy(parsing: "http://[fe80::1%25eth0]:3128", from: "https_proxy")
+        #expect(zoned.uri == "http://[fe80::1%25eth0]:3128")
     }
 
     @Test("what is not an HTTP proxy is 64, naming the variable and never the value", arguments: [
@@ -67,6 +77,10 @@ struct ProxyRouteTests {
         "http://h:99999999999999999999", "http://h:-1", "http://h:", "http://h:3x", "http://[::1", "http://[::1]x", "http://h h:1",
         "http://h\u{7}:1", "http://ünï:1", "http://:secret@h:1", "http://u:sec%zzret@h:1", "http://u%00:secret@h:1",
         "http://h_@!:1", String(repeating: "a", count: 3000),
+        // Not an IPv6 address in [...]: GIO would take no proxy at all, and authctl go direct.
+        "http://u:secret@[zzz]:3128", "http://[1.2.3.4]:3128", "http://[fe80::1%eth0]:3128", "http://[::1%25]:1", "http://[]:1",
+        // A password's '/', '?' or '#' not percent-encoded: "u:4711" would be the host and port.
+        "http://u:4711/secret@proxy:3128", "http://u:99?secret@proxy:3128", "http://u:12#secret@proxy:3128",
     ])
     func refused(_ value: String) {
         #expect {
@@ -74,7 +88,7 @@ struct ProxyRouteTests {
         } throws: { error in
             guard let error = error as? AuthError, case .usage = error else { return false }
             return error.exitCode == 64 && error.message.hasPrefix("https_proxy is not a proxy authctl can use: ")
-                && !error.message.contains("secret") && !error.message.contains("\u{7}")
+                && !error.message.contains("secret") && !error.message.contains("\u{7}") && !error.message.contains("4711")
         }
     }
 }

@@ -28,7 +28,12 @@ enum Soup {
         switch route {
         case .direct: session = authctl_soup_session_new(backstop, nil, nil, 1, tunnelStatus)!
         case .desktop: session = authctl_soup_session_new(backstop, nil, nil, 0, tunnelStatus)!
-        case .proxy(let proxy): session = authctl_soup_session_new(backstop, proxy.uri, proxy.basicAuthorization, 0, tunnelStatus)!
+        case .proxy(let proxy):
+            guard let made = authctl_soup_session_new(backstop, proxy.uri, proxy.basicAuthorization, 0, tunnelStatus) else {
+                // Never direct instead.
+                throw .usage("\(proxy.variable) is not a proxy authctl can use: GIO cannot read \(proxy.name) as a proxy's address; give it as http://HOST:PORT")
+            }
+            session = made
         }
         defer { authctl_object_unref(UnsafeMutableRawPointer(session)) }
         guard let message = authctl_soup_message_new(request.method, request.url) else {
@@ -60,8 +65,12 @@ enum Soup {
         } catch {
             answer = .failure(error)
         }
-        if case .proxy(let proxy) = route, tunnelStatus.pointee != 0, !(200...299).contains(tunnelStatus.pointee) {
-            throw proxyRefusal(proxy, status: Int(tunnelStatus.pointee), server: request.url)
+        if tunnelStatus.pointee != 0, !(200...299).contains(tunnelStatus.pointee) {
+            switch route {
+            case .proxy(let proxy): throw proxyRefusal(proxy, status: Int(tunnelStatus.pointee), server: request.url)
+            case .desktop: throw desktopProxyRefusal(status: Int(tunnelStatus.pointee), server: request.url)
+            case .direct: break
+            }
         }
         let bytes: [UInt8]
         switch answer {
@@ -95,6 +104,16 @@ enum Soup {
             return .unavailable("the proxy \(proxy.name) refused the user and password in \(proxy.variable)")
         }
         return .unavailable("the proxy \(proxy.name) refused the tunnel to \(server) (HTTP \(status)); check \(proxy.variable) and no_proxy, or ask whoever runs the proxy")
+    }
+
+    /// The desktop's proxy would not open the tunnel: named as `server show` names it, and what
+    /// to fix said (a 407 is the proxy's, not the server's).
+    private static func desktopProxyRefusal(status: Int, server: String) -> AuthError {
+        let name = desktopProxy(for: server).map { "the desktop's proxy \($0)" } ?? "the desktop's proxy"
+        if status == 407 {
+            return .unavailable("\(name) asks for a user and password: set them in the desktop's network proxy settings, or name the proxy in https_proxy (http://USER:PASSWORD@HOST:PORT)")
+        }
+        return .unavailable("\(name) refused the tunnel to \(server) (HTTP \(status)); check the desktop's network proxy settings, or set https_proxy and no_proxy")
     }
 
     /// The proxy the desktop's setting gives for `url` (GIO's default resolver), as `HOST:PORT`;

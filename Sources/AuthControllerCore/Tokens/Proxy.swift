@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// The proxy variables curl and git read, as a process was started with them: held as they are
 /// and read only when a request is sent, so that a command which sends none never fails on them
@@ -80,12 +83,42 @@ package enum ProxyRoute: Sendable, Equatable {
             String(entry.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()).lowercased()
         }.filter { !$0.isEmpty }
         if entries == ["*"] { return true }
+        let address = ipv4(host)
         return entries.contains { entry in
             var entry = bare(entry)
+            // An address matches only itself or a block (curl: 192.168.0.0/16), never a suffix:
+            // "0.1" is not 10.0.0.1's domain.
+            if let address { return Self.ipv4(entry, contains: address) }
             while entry.hasPrefix(".") || entry.hasPrefix("*.") { entry.removeFirst(entry.hasPrefix(".") ? 1 : 2) }
             guard !entry.isEmpty else { return false }
             return host == entry || (!host.contains(":") && host.hasSuffix("." + entry))
         }
+    }
+
+    /// A dotted quad as a number; `nil` for anything else.
+    static func ipv4(_ text: String) -> UInt32? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var value: UInt32 = 0
+        for part in parts {
+            guard !part.isEmpty, part.count <= 3, part.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let byte = UInt32(part), byte <= 255 else { return nil }
+            value = value << 8 | byte
+        }
+        return value
+    }
+
+    /// Whether `entry`, an address or `ADDRESS/BITS`, holds `address`.
+    private static func ipv4(_ entry: String, contains address: UInt32) -> Bool {
+        let parts = entry.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let network = ipv4(String(parts[0])) else { return false }
+        var bits: UInt32 = 32
+        if parts.count == 2 {
+            guard !parts[1].isEmpty, parts[1].count <= 2, parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = UInt32(parts[1]),
+                  number <= 32 else { return false }
+            bits = number
+        }
+        let mask: UInt32 = bits == 0 ? 0 : ~UInt32(0) << (32 - bits)
+        return network & mask == address & mask
     }
 }
 
@@ -104,13 +137,11 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
     package var name: String { "\(host):\(port)" }
     package var description: String { name }
 
-    /// The proxy's URI as GIO takes it, user and password percent-encoded.
-    package var uri: String {
-        let credentials = user.map { user in
-            Self.encode(user) + (password.map { ":" + Self.encode($0) } ?? "") + "@"
-        } ?? ""
-        return "http://\(credentials)\(host):\(port)"
-    }
+    /// The proxy's URI as GIO takes it: without the user and password, which go only in the
+    /// `Proxy-Authorization` authctl sends with each `CONNECT` (``basicAuthorization``). Given
+    /// them, libsoup answers a 407 by re-sending the CONNECT, aimed at the proxy itself, with the
+    /// same user and password, twenty times: a wrong password would lock the account out.
+    package var uri: String { "http://\(host):\(port)" }
 
     /// `Basic …` of the user and password (RFC 7617), for `Proxy-Authorization`; `nil` without a user.
     package var basicAuthorization: String? {
@@ -137,7 +168,14 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
             rest = rest[rest.index(schemeEnd, offsetBy: 3)...]
         }
         // The path, query or fragment of a proxy's URL mean nothing; curl ignores them too.
-        if let end = rest.firstIndex(where: { "/?#".contains($0) }) { rest = rest[..<end] }
+        if let end = rest.firstIndex(where: { "/?#".contains($0) }) {
+            // A '/', '?' or '#' in a password not percent-encoded ends the host early: the user and
+            // the password's start would be taken for the host and port, and named in messages.
+            guard !rest[end...].contains("@") else {
+                throw refuse("its user or password has a '/', '?' or '#' that is not percent-encoded (%2F, %3F, %23)")
+            }
+            rest = rest[..<end]
+        }
         var user: String?
         var password: String?
         if let at = rest.lastIndex(of: "@") {
@@ -172,6 +210,11 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
             host = rest
         }
         guard !host.isEmpty else { throw refuse("it has no host") }
+        // GIO refuses a proxy URI whose [...] is not an IPv6 address, and then resolves no proxy
+        // at all: every request would go direct.
+        if host.hasPrefix("["), !Self.isIPv6Literal(host.dropFirst().dropLast()) {
+            throw refuse("its host in [...] is not an IPv6 address (a zone is written %25, as in [fe80::1%25eth0])")
+        }
         guard host.hasPrefix("[") || host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) else {
             throw refuse("its host is not a name or an address")
         }
@@ -188,6 +231,20 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
         self.user = user
         self.password = password
         self.variable = variable
+    }
+
+    /// An IPv6 address, as `inet_pton` reads it, with an optional zone (`%25` and letters,
+    /// digits, `-`, `.`, `_` or `~`).
+    private static func isIPv6Literal(_ text: Substring) -> Bool {
+        var address = text
+        if let percent = text.firstIndex(of: "%") {
+            let zone = text[percent...]
+            guard zone.hasPrefix("%25"), zone.count > 3,
+                  zone.dropFirst(3).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._~".contains($0)) }) else { return false }
+            address = text[..<percent]
+        }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        return address.contains(":") && inet_pton(AF_INET6, String(address), &bytes) == 1
     }
 
     /// Where `needle` first starts in `text`.

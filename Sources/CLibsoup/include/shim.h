@@ -18,9 +18,10 @@ int authctl_soup_load(void);
 /// `soup_session_new` with `soup_session_set_timeout` (a per-step backstop; the deadline is a
 /// GCancellable) and its proxy: `proxy_uri` alone (a `GSimpleProxyResolver`), else with
 /// `direct` none (`soup_session_set_proxy_resolver(NULL)`), else the desktop's (GIO's default
-/// resolver). Through a proxy, the status of the last `CONNECT` is written to `tunnel_status`,
+/// resolver). Through a proxy (the desktop's too), the status of the last `CONNECT` is written to `tunnel_status`,
 /// which must outlive the session, and `proxy_authorization` (when not NULL) is sent with each
-/// `CONNECT` as its `Proxy-Authorization` header.
+/// `CONNECT` as its `Proxy-Authorization` header. NULL when GIO cannot read `proxy_uri` (its
+/// resolver would then answer every address with a direct connection).
 SoupSession *authctl_soup_session_new(guint timeout_seconds, const char *proxy_uri, const char *proxy_authorization, gboolean direct,
                                       guint *tunnel_status);
 
