@@ -10,25 +10,30 @@ struct PastedAddressTests {
     func offer() async throws {
         let listener = try LoopbackListener(port: nil, expectedState: "state-1")
         defer { listener.close() }
+        let here = "http://127.0.0.1:\(listener.boundPort)/callback"
         let refusals: [(String, String)] = [
-            ("http://127.0.0.1:1/callback?code=c&state=state-2", "belongs to another sign-in"),
-            ("http://127.0.0.1:1/callback?code=c&state=state-1&state=state-1", "belongs to another sign-in"),
-            ("http://127.0.0.1:1/callback?code=c", "carries no state"),
+            ("https://evil.example/else?code=c&state=state-1", "is not this sign-in's"),
+            ("http://127.0.0.1:1/callback?code=c&state=state-1", "is not this sign-in's"),
+            (here + "?code=&state=state-1", "carries no single code"),
+            (here + "?code=a&code=b&state=state-1", "carries no single code"),
+            (here + "?code=c&state=state-2", "belongs to another sign-in"),
+            (here + "?code=c&state=state-1&state=state-1", "more than one state"),
+            (here + "?code=c", "carries no state"),
             ("c0de", "is not an address with a query"),
-            ("http://127.0.0.1:1/callback?state=state-1", "carries no code"),
-            ("http://127.0.0.1:1/callback?code=c&state=state-1\u{1b}[2J", "control character"),
-            ("http://127.0.0.1:1/callback?code=c&state=state-1\u{85}", "control character"),
-            ("http://127.0.0.1:1/callback?code=%zz&state=state-1", "broken %-encoding"),
-            ("http://127.0.0.1:1/callback?state=state-1&code=" + String(repeating: "c", count: 9000), "longer than 8192 bytes"),
+            (here + "?state=state-1", "carries no code"),
+            (here + "?code=c&state=state-1\u{1b}[2J", "control character"),
+            (here + "?code=c&state=state-1\u{85}", "control character"),
+            (here + "?code=%zz&state=state-1", "broken %-encoding"),
+            (here + "?state=state-1&code=" + String(repeating: "c", count: 9000), "longer than 8192 bytes"),
             ("   \r\n", "nothing was pasted"),
         ]
         for (line, reason) in refusals {
             let refusal = listener.offer(pastedAddress: line)
             #expect(refusal?.contains(reason) == true, "\(line.prefix(80)): \(refusal ?? "taken")")
         }
-        #expect(listener.offer(pastedAddress: "  http://127.0.0.1:1/callback?code=the+code&state=state-1&iss=x#top \r\n") == nil)
+        #expect(listener.offer(pastedAddress: "  127.0.0.1:\(listener.boundPort)/callback?code=the+code&state=state-1&iss=x#top \r\n") == nil)
         let parameters = await listener.callback(timeout: .seconds(5))
         #expect(parameters?.first { $0.name == "code" }?.value == "the code")
-        #expect(listener.offer(pastedAddress: "http://127.0.0.1:1/callback?code=c&state=state-1")?.contains("already") == true)
+        #expect(listener.offer(pastedAddress: here + "?code=c&state=state-1")?.contains("already") == true)
     }
 }

@@ -122,6 +122,7 @@ struct ProxyTests {
         let again = try await scenario.authctl("server", "set", issuer, "--protocol", "oidc", "--client-id", IdentityProvider.deviceClientID)
         #expect(again.status == 0, "\(again)")
         #expect(variables.tunnels().count >= 1 && desktops.tunnels().count == throughDesktops, "\(variables.log())\n\(desktops.log())")
+        withExtendedLifetime(provider) {}
     }
 
     @Test("a proxy that cannot be reached, that asks for a user and password (407), or refuses them: 69 naming HOST:PORT and the variable, never the password, and nothing goes direct although the provider could be reached directly")

@@ -123,6 +123,12 @@ final class LoopbackListener: @unchecked Sendable {
         guard let question = text.firstIndex(of: "?") else {
             return "the pasted line is not an address with a query (…/callback?code=…&state=…); paste the whole address your browser shows"
         }
+        // The listener's own address, with or without its scheme (an address bar may hide it).
+        var target = text[..<question].lowercased()
+        if target.hasPrefix("http://") { target.removeFirst("http://".count) }
+        guard target == "127.0.0.1:\(boundPort)/callback" else {
+            return "the pasted address is not this sign-in's (\(redirectURI)?…); paste the address your browser shows once you have signed in"
+        }
         var query = text[text.index(after: question)...]
         if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
         guard let parameters = Self.parse(String(query)) else { return "the pasted address has a broken %-encoding" }
@@ -130,11 +136,14 @@ final class LoopbackListener: @unchecked Sendable {
         guard !states.isEmpty else {
             return "the pasted address carries no state, so it cannot be told from another sign-in's; paste the whole address your browser shows"
         }
-        guard states.count == 1, states[0].value.equalsInConstantTime(expectedState) else {
+        guard states.count == 1 else { return "the pasted address carries more than one state, so it cannot be told from another sign-in's" }
+        guard states[0].value.equalsInConstantTime(expectedState) else {
             return "the pasted address belongs to another sign-in (its state is not this one's)"
         }
-        guard parameters.contains(where: { $0.name == "code" || $0.name == "error" }) else {
-            return "the pasted address carries no code; paste the address your browser shows once you have signed in"
+        let codes = parameters.filter { $0.name == "code" }
+        guard parameters.contains(where: { $0.name == "error" }) || (codes.count == 1 && !codes[0].value.isEmpty) else {
+            return codes.isEmpty ? "the pasted address carries no code; paste the address your browser shows once you have signed in"
+                                 : "the pasted address carries no single code; paste the address your browser shows once you have signed in"
         }
         let (taken, waiting) = state.withLock { (state: inout State) -> (Bool, CheckedContinuation<Parameters?, Never>?) in
             guard !state.acted, !state.closed else { return (false, nil) }

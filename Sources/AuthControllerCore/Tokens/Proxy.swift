@@ -269,17 +269,4 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
         }
         return String(validating: bytes, as: UTF8.self)
     }
-
-    /// RFC 3986's unreserved characters kept, every other byte `%XX`.
-    private static func encode(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            if (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "-._~".utf8.contains(byte) {
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return encoded
-    }
 }

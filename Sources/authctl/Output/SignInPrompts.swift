@@ -122,6 +122,8 @@ enum PastedLines {
                         }
                     }
                 }
+                // Ctrl-D: said once, so that a person who goes on pasting is not left waiting.
+                Output.diagnostic("standard input has ended: no more addresses can be pasted; the sign-in waits for the browser until --timeout")
                 continuation.finish()
             }
         }
