@@ -178,7 +178,7 @@ let package = Package(
             exclude: ["Support/token_server.py", "Support/git_server.py", "Support/serving.py", "Support/identity_provider", "Support/scripted_provider.py",
                       "Support/scripted_browser", "Support/secret_service_stand_in.py", "Support/kube_api_server.py",
                       "Support/container_registry.py", "Support/notification_peers.py", "Support/keyrings", "Support/debian-root",
-                      "Support/serve_caller"]
+                      "Support/serve_caller", "Support/paste_driver.py", "Support/bad_proxy.py"]
         ),
     ]
 )

@@ -81,6 +81,8 @@ struct ProxyRouteTests {
         "http://u:secret@[zzz]:3128", "http://[1.2.3.4]:3128", "http://[fe80::1%eth0]:3128", "http://[::1%25]:1", "http://[]:1",
         // A password's '/', '?' or '#' not percent-encoded: "u:4711" would be the host and port.
         "http://u:4711/secret@proxy:3128", "http://u:99?secret@proxy:3128", "http://u:12#secret@proxy:3128",
+        // No scheme, and a password with "://": what precedes it is not a scheme to name.
+        "u:secret://x@proxy:3128",
     ])
     func refused(_ value: String) {
         #expect {

@@ -257,3 +257,26 @@ for index, text in enumerate(["io.github.authctl", "ada@example.com", "HTTPS://A
 seed("validators", "7-abstract", bytes([7]) + b"unix:abstract=/tmp/dbus-%41bc;tcp:host=x")
 seed("validators", "2-loopback", bytes([2]) + b"http://127.0.0.1:8080")
 seed("validators", "3-ipv6", bytes([3]) + b"[::1]:5000")
+
+# proxy-variables: a selector byte (bit N sets https_proxy, http_proxy, all_proxy, no_proxy; bit 7
+# puts a marker in each proxy's password), then the values and the request's host, NUL-separated.
+for name, selector, parts in [
+    ("https", 0x01, ["http://proxy.corp.example:3128", "", "", "", "idp.example.com"]),
+    ("credentials", 0x81, ["http://ada:s%40cret@proxy.corp.example:8080/", "", "", "", "idp.example.com"]),
+    ("all-no-scheme", 0x0C, ["", "", "proxy:3128", "localhost,.corp.example, 10.0.0.0/8", "git.corp.example"]),
+    ("no-proxy-address", 0x09, ["http://[::1]:3128", "", "", "*", "10.1.2.3"]),
+    ("ipv6-zone", 0x05, ["http://[fe80::1%25eth0]:8080", "", "socks5://proxy:1080", "", "[2001:db8::1]"]),
+    ("loopback", 0x01, ["https://proxy:443", "", "", "", "127.0.0.1:8443"]),
+]:
+    seed("proxy-variables", name, bytes([selector]) + "\0".join(parts).encode())
+
+# pasted-address: the line pasted at the terminal; @P stands for the listener's port, @S for its state.
+for name, line in [
+    ("callback", "http://127.0.0.1:@P/callback?code=SplxlOBeZQQYbYS6WxSbIA&state=@S&iss=https%3A%2F%2Fid.example.com\n"),
+    ("no-scheme", "  127.0.0.1:@P/callback?state=@S&code=abc#fragment\r\n"),
+    ("error", "http://127.0.0.1:@P/callback?error=access_denied&error_description=The+user+denied&state=@S"),
+    ("other-state", "http://127.0.0.1:@P/callback?code=abc&state=another"),
+    ("two-codes", "http://127.0.0.1:@P/callback?code=a&code=b&state=@S"),
+    ("bare-code", "SplxlOBeZQQYbYS6WxSbIA"),
+]:
+    seed("pasted-address", name, line)

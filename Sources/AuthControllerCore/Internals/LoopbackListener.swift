@@ -77,27 +77,36 @@ final class LoopbackListener: @unchecked Sendable {
     /// Runs on the loop's thread for every request.
     private func handle(_ message: OpaquePointer, method: String, path: String, query: String?) {
         let parameters = query.flatMap(Self.parse) ?? []
-        let states = parameters.filter { $0.name == "state" }
-        let acting = state.withLock { (state: inout State) -> Bool in
-            guard !state.acted, !state.closed, method == "GET", path == "/callback", states.count == 1,
-                  states[0].value.equalsInConstantTime(expectedState) else { return false }
-            state.acted = true
-            state.message = MessagePointer(pointer: message)
-            return true
-        }
-        guard acting else {
+        guard method == "GET", path == "/callback", carriesExpectedState(parameters), take(parameters, message: message) else {
             respond(message, status: 400, page: SignInPage.page(
                 title: "Nothing to do here",
                 text: "This address is authctl's sign-in listener. It was not expecting this request, and did nothing with it."))
             return
         }
+        // Answered by `finish(page:)`, which runs on this thread too, so only after this returns.
         authctl_soup_server_message_pause(message)
-        let waiting = state.withLock { (state: inout State) -> CheckedContinuation<Parameters?, Never>? in
+    }
+
+    /// Whether `parameters` carry `state` exactly once, and it is the expected one.
+    private func carriesExpectedState(_ parameters: Parameters) -> Bool {
+        let states = parameters.filter { $0.name == "state" }
+        return states.count == 1 && states[0].value.equalsInConstantTime(expectedState)
+    }
+
+    /// The one-shot the listener and a pasted address share: the first callback taken is the
+    /// answer, and `message` (the listener's request) is answered by ``finish(page:status:)``.
+    /// `false` when one was taken before, or the listener is closed.
+    private func take(_ parameters: Parameters, message: OpaquePointer?) -> Bool {
+        let (taken, waiting) = state.withLock { (state: inout State) -> (Bool, CheckedContinuation<Parameters?, Never>?) in
+            guard !state.acted, !state.closed else { return (false, nil) }
+            state.acted = true
             state.parameters = parameters
+            state.message = message.map(MessagePointer.init)
             defer { state.waiting = nil }
-            return state.waiting
+            return (true, state.waiting)
         }
         waiting?.resume(returning: parameters)
+        return taken
     }
 
     /// The longest pasted line taken, in bytes: an authorization response is a few hundred.
@@ -137,7 +146,7 @@ final class LoopbackListener: @unchecked Sendable {
             return "the pasted address carries no state, so it cannot be told from another sign-in's; paste the whole address your browser shows"
         }
         guard states.count == 1 else { return "the pasted address carries more than one state, so it cannot be told from another sign-in's" }
-        guard states[0].value.equalsInConstantTime(expectedState) else {
+        guard carriesExpectedState(parameters) else {
             return "the pasted address belongs to another sign-in (its state is not this one's)"
         }
         let codes = parameters.filter { $0.name == "code" }
@@ -145,16 +154,7 @@ final class LoopbackListener: @unchecked Sendable {
             return codes.isEmpty ? "the pasted address carries no code; paste the address your browser shows once you have signed in"
                                  : "the pasted address carries no single code; paste the address your browser shows once you have signed in"
         }
-        let (taken, waiting) = state.withLock { (state: inout State) -> (Bool, CheckedContinuation<Parameters?, Never>?) in
-            guard !state.acted, !state.closed else { return (false, nil) }
-            state.acted = true
-            state.parameters = parameters
-            defer { state.waiting = nil }
-            return (true, state.waiting)
-        }
-        guard taken else { return "the sign-in has already had its answer" }
-        waiting?.resume(returning: parameters)
-        return nil
+        return take(parameters, message: nil) ? nil : "the sign-in has already had its answer"
     }
 
     /// The callback's parameters, once it comes; `nil` when `timeout` passes first, or the task

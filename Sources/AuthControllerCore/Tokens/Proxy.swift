@@ -1,8 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
-#if canImport(Glibc)
-internal import Glibc
-#endif
 
 /// The proxy variables curl and git read, as a process was started with them: held as they are
 /// and read only when a request is sent, so that a command which sends none never fails on them
@@ -50,12 +47,14 @@ package enum ProxyRoute: Sendable, Equatable {
 
     /// The route of a request to `url` (an absolute `http` or `https` URL). Loopback hosts are
     /// always reached directly. A variable that is not a proxy authctl can use is
-    /// ``AuthError/usage(_:)-enum.case`` naming it.
+    /// ``AuthError/usage(_:)-enum.case`` naming it; a URL without a scheme and host is
+    /// ``AuthError/invalidInput(_:)-enum.case``.
     package static func of(_ url: String, under variables: ProxyVariables) throws(AuthError) -> ProxyRoute {
-        guard let components = URLComponents(string: url), let host = components.host?.lowercased(), !host.isEmpty else {
-            return variables.areUnset ? .desktop : .direct
+        // Never a guess: a URL whose host cannot be told could be one `no_proxy` names or not.
+        guard let components = URLComponents(string: url), let host = components.host?.lowercased(), !host.isEmpty,
+              let scheme = components.scheme?.lowercased() else {
+            throw .invalidInput("cannot tell which proxy reaches \(url.peerText()): it is not an absolute http or https URL")
         }
-        let scheme = components.scheme?.lowercased() ?? "https"
         if ServerURL.isLoopbackHost(host) || ServerURL.isLoopbackHost("[\(host)]") { return .direct }
         if variables.areUnset { return .desktop }
         if let list = variables.noProxy, Self.noProxy(list, matches: host) { return .direct }
@@ -163,7 +162,11 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
         if let schemeEnd = Self.firstIndex(of: "://", in: rest) {
             let scheme = rest[..<schemeEnd].lowercased()
             guard scheme == "http" else {
-                throw refuse(scheme.isEmpty ? "its scheme is empty" : "its scheme is \(scheme.prefix(16)), and authctl reaches proxies over http:// only (no SOCKS, no TLS to the proxy)")
+                // Named only when it is a scheme (RFC 3986 §3.1): "user:pass://…" is a password.
+                let isScheme = scheme.first?.isLetter == true && scheme.allSatisfy { $0.isLetter || $0.isNumber || "+-.".contains($0) }
+                throw refuse(scheme.isEmpty ? "its scheme is empty"
+                             : isScheme ? "its scheme is \(scheme.prefix(16)), and authctl reaches proxies over http:// only (no SOCKS, no TLS to the proxy)"
+                             : "it does not start with http:// or a host")
             }
             rest = rest[rest.index(schemeEnd, offsetBy: 3)...]
         }
@@ -243,8 +246,7 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
                   zone.dropFirst(3).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._~".contains($0)) }) else { return false }
             address = text[..<percent]
         }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        return address.contains(":") && inet_pton(AF_INET6, String(address), &bytes) == 1
+        return ServerURL.isIPv6Address(address)
     }
 
     /// Where `needle` first starts in `text`.

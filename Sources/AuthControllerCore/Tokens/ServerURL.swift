@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// The URL of a token server (or of its revocation endpoint), checked and normalised:
 /// absolute; `https`, or `http` only to a loopback host; a host; no user information;
@@ -56,6 +59,17 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
         guard let rawHost = components.encodedHost, !rawHost.isEmpty else { throw refuse("it has no host") }
         guard !rawHost.contains("%") else { throw refuse("its host must not be percent-encoded or carry an IPv6 zone") }
         let host = rawHost.lowercased()
+        // The URL parser takes any [...] and any sub-delimiter in a name; the name resolver, the
+        // proxy rules and the keyring's attributes must not meet a host that is neither.
+        if host.hasPrefix("[") {
+            guard host.hasSuffix("]"), Self.isIPv6Address(host.dropFirst().dropLast()) else {
+                throw refuse("its host in [...] is not an IPv6 address")
+            }
+        } else {
+            guard host.utf8.allSatisfy({ Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber || "-._".utf8.contains($0) }) else {
+                throw refuse("its host is not a name (letters, digits, '-', '.' and '_') or an address")
+            }
+        }
         let isLoopback = Self.isLoopbackHost(host)
         guard scheme == "https" || isLoopback else {
             throw refuse("plain http is allowed only to a loopback host (localhost, 127.0.0.0/8, [::1]); use https")
@@ -90,6 +104,12 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
             !part.isEmpty && part.count <= 3 && part.utf8.allSatisfy({ (0x30...0x39).contains($0) })
                 && (part == "0" || !part.hasPrefix("0")) && Int(part)! <= 255
         }
+    }
+
+    /// An IPv6 address, as the C library reads one (no zone).
+    static func isIPv6Address(_ text: Substring) -> Bool {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        return text.contains(":") && inet_pton(AF_INET6, String(text), &bytes) == 1
     }
 
     /// The URL of `endpoint` resolved against this one as a directory (a missing trailing `/`

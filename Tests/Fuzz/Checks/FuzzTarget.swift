@@ -41,6 +41,8 @@ public struct FuzzTarget: Sendable {
         FuzzTarget("loopback-query", ProviderChecks.loopbackQuery),
         FuzzTarget("loopback-request", ListenerChecks.request),
         FuzzTarget("validators", ValidatorChecks.validators),
+        FuzzTarget("proxy-variables", ProxyChecks.variables),
+        FuzzTarget("pasted-address", PastedAddressChecks.pasted),
     ]
 
     /// The target called `name`, if there is one.

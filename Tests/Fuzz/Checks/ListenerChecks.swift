@@ -14,14 +14,7 @@ enum ListenerChecks {
     private static let current = Mutex<LoopbackListener?>(nil)
 
     @Sendable static func request(_ input: [UInt8]) throws(PropertyViolation) {
-        let listener = current.withLock { current in
-            if let current { return current }
-            guard let made = try? LoopbackListener(port: nil, expectedState: expectedState) else {
-                fatalError("loopback-request: cannot listen on 127.0.0.1 (is libsoup-3.0 installed?)")
-            }
-            current = made
-            return made
-        }
+        let listener = listener(in: current, expecting: expectedState, for: "loopback-request")
         let connection = connect(port: listener.boundPort)
         defer { close(connection) }
         sendAllThenShutWrite(input, on: connection)
@@ -72,5 +65,53 @@ enum ListenerChecks {
             guard count > 0 else { return received }
             received += buffer[..<count]
         }
+    }
+}
+
+/// A line pasted at the terminal as the address the browser ended on, offered to a listener as
+/// the sign-in does (§ "Over SSH" in the README): taken only when it is this listener's
+/// callback with this sign-in's `state` once and one code (or an error), and a line refused
+/// changes nothing. In the input, `@P` stands for the listener's port and `@S` for its state,
+/// which the fuzzer cannot know.
+enum PastedAddressChecks {
+    private static let expectedState = "Qx7-state_0123456789abcdef"
+    private static let current = Mutex<LoopbackListener?>(nil)
+
+    @Sendable static func pasted(_ input: [UInt8]) throws(PropertyViolation) {
+        let listener = listener(in: current, expecting: expectedState, for: "pasted-address")
+        let line = String(decoding: input, as: UTF8.self)
+            .replacing("@P", with: String(listener.boundPort)).replacing("@S", with: expectedState)
+        let refusal = listener.offer(pastedAddress: line)
+        let answer = waitFor { await listener.callback(timeout: .zero) }
+        guard refusal == nil else {
+            try require(answer == nil, "a refused line was taken as the callback: \(refusal!)")
+            try require(!refusal!.contains("\n") && !refusal!.unicodeScalars.contains(where: isControl), "a refusal that is not one clean line")
+            try require(!refusal!.contains(expectedState), "a refusal that shows the sign-in's state")
+            return
+        }
+        guard let answer else { throw PropertyViolation(description: "a line taken that the callback never saw") }
+        let trimmed = String(line.unicodeScalars.drop { " \t".unicodeScalars.contains($0) }).lowercased()
+        let address = "127.0.0.1:\(listener.boundPort)/callback?"
+        try require(trimmed.hasPrefix(address) || trimmed.hasPrefix("http://" + address), "a line taken that is not this listener's callback: \(line.debugDescription)")
+        let states = answer.filter { $0.name == "state" }
+        try require(states.count == 1 && states[0].value == expectedState, "a line taken without the sign-in's state, once")
+        let codes = answer.filter { $0.name == "code" }
+        try require(answer.contains { $0.name == "error" } || (codes.count == 1 && !codes[0].value.isEmpty), "a line taken without one code or an error")
+        try require(listener.offer(pastedAddress: line) != nil, "a second answer taken")
+        listener.close()
+        current.withLock { $0 = nil }
+    }
+}
+
+/// The listener in `slot`, made (expecting `state`) when there is none: one that acted has
+/// closed, and the next input gets a new one.
+private func listener(in slot: borrowing Mutex<LoopbackListener?>, expecting state: String, for target: String) -> LoopbackListener {
+    slot.withLock { current in
+        if let current { return current }
+        guard let made = try? LoopbackListener(port: nil, expectedState: state) else {
+            fatalError("\(target): cannot listen on 127.0.0.1 (is libsoup-3.0 installed?)")
+        }
+        current = made
+        return made
     }
 }
