@@ -126,7 +126,8 @@ bench: deps
 # this build (authctl, whose `main` it keeps) links as it is. lld: gold fails on the instrumented objects.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= bus-message bus-conversation bus-signal jws jwks discovery token-answer device-flow git-credential docker-config \
-	kube-exec-info settings loopback-query loopback-request validators proxy-variables pasted-address
+	kube-exec-info settings loopback-query loopback-request validators proxy-variables pasted-address \
+	sts-answer aws-config
 FUZZ = .build-fuzz
 LIBFUZZER = $(firstword $(wildcard $(dir $(realpath $(shell command -v swiftc)))../lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-$(shell uname -m).a))
 FUZZ_BUILD_FLAGS = --scratch-path $(FUZZ) -c debug -Xswiftc -sanitize=address \

@@ -61,6 +61,11 @@ let package = Package(
             dependencies: ["CGLib"],
             linkerSettings: [.linkedLibrary("dl")]
         ),
+        // libxml2, loaded when AWS STS's answer is read (see its shim.h).
+        .target(
+            name: "CLibxml2",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         // libsecret-1, loaded by the first keyring write, unlock or prompt (see its shim.h).
         .target(
             name: "CLibsecret",
@@ -90,7 +95,7 @@ let package = Package(
         .target(
             name: "AuthControllerCore",
             dependencies: [
-                "CGLib", "CArgon2", "CLibsecret", "CLibsoup", "CQREncode", "CGnuTLS", "CAuthctlBus",
+                "CGLib", "CArgon2", "CLibsecret", "CLibsoup", "CLibxml2", "CQREncode", "CGnuTLS", "CAuthctlBus",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -178,7 +183,7 @@ let package = Package(
             exclude: ["Support/token_server.py", "Support/git_server.py", "Support/serving.py", "Support/identity_provider", "Support/scripted_provider.py",
                       "Support/scripted_browser", "Support/secret_service_stand_in.py", "Support/kube_api_server.py",
                       "Support/container_registry.py", "Support/notification_peers.py", "Support/keyrings", "Support/debian-root",
-                      "Support/serve_caller", "Support/paste_driver.py", "Support/bad_proxy.py"]
+                      "Support/serve_caller", "Support/paste_driver.py", "Support/bad_proxy.py", "Support/clouds"]
         ),
     ]
 )

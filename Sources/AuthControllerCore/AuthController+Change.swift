@@ -66,7 +66,18 @@ extension AuthController {
             let label = record.binding.map { tokenLabel(user, $0) } ?? label(for: user)
             change.undo = { self.restore(removed, at: key, label: label) }
         }
+        deleteAWSCredentials(of: user, in: record)
         return change
+    }
+
+    /// Deletes the AWS credentials kept for `account`'s sessions of an OpenID service: they end
+    /// with the session. Not put back should the change fail (they are asked for again), and
+    /// best effort: a keyring that cannot list them now keeps them only until they expire.
+    func deleteAWSCredentials(of account: AccountID, in record: SessionRecord) {
+        guard record.binding?.tokenProtocol == .oidc else { return }
+        for role in (try? keyring.awsRoles(service: service, account: account)) ?? [] {
+            _ = try? keyring.deleteItem(ItemKey(service: service, account: account, awsRole: role))
+        }
     }
 
     /// A change to the lists a record keeps across sign-outs (git hosts, registries): `update`
@@ -98,6 +109,7 @@ extension AuthController {
         let previous = record.user
         if let previous {
             change.events.append(try event(.signedOut, previous, .switch, name: record.name ?? "", at: now, after: record.sequence))
+            if previous != account { deleteAWSCredentials(of: previous, in: record) }
         }
         change.events.append(try event(.signedIn, account, previous == nil ? .signIn : .switch, name: name, at: now,
                                        after: record.sequence, skipping: change.events.count, previousUser: previous))
@@ -142,7 +154,7 @@ extension AuthController {
     /// while another failure is being reported.
     func restore(_ secret: [UInt8]?, at key: ItemKey, label: String) {
         if let secret {
-            try? keyring.store(secret, contentType: key.server == nil ? "text/plain" : "application/json", for: key, label: label)
+            try? keyring.store(secret, contentType: key.holdsJSON ? "application/json" : "text/plain", for: key, label: label)
         } else {
             _ = try? keyring.deleteItem(key)
         }

@@ -215,6 +215,7 @@ extension AuthController {
         return try change { (read, record) throws(AuthError) -> Change in
             if let corruption = read.corruption { throw .settingsUnsafe(corruption) }
             guard record.user == account else {
+                deleteAWSCredentials(of: account, in: record)
                 if try !keyring.deleteItem(itemKey(account, in: record)) {
                     return Change(warnings: ["\(account) has no stored \(record.binding == nil ? "password hash" : "tokens") for \(service)"])
                 }

@@ -63,11 +63,10 @@ public final class InMemorySecretStore: SecretStore {
     }
 
     /// The in-memory twin of `Service.SearchItems`: answers while locked, and a password key finds
-    /// the account's token items too.
+    /// the account's token items and AWS credentials too.
     public func containsItem(_ key: ItemKey) throws(AuthError) -> Bool {
-        // As the real store: a password key also finds the account's token items.
         try access(unlocking: false) { state in
-            state.secrets.keys.contains { $0 == key || (key.server == nil && $0.service == key.service && $0.account == key.account) }
+            state.secrets.keys.contains { $0 == key || (!key.searchIsExact && $0.service == key.service && $0.account == key.account) }
         }
     }
 
@@ -109,7 +108,16 @@ public final class InMemorySecretStore: SecretStore {
     public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         try access(unlocking: false) { (state) throws(AuthError) -> [AccountID] in
             if state.locked { throw .keyringLockedForListing }
-            return state.secrets.keys.filter { $0.service == service && $0.server == server }.map(\.account)
+            return state.secrets.keys.filter { $0.service == service && $0.server == server && $0.awsRole == nil }.map(\.account)
+        }
+    }
+
+    /// The in-memory twin of the keyring's listing of an account's AWS roles;
+    /// ``/AuthControllerCore/AuthError/keyringLockedForListing`` while locked.
+    public func awsRoles(service: ServiceName, account: AccountID) throws(AuthError) -> [String] {
+        try access(unlocking: false) { (state) throws(AuthError) -> [String] in
+            if state.locked { throw .keyringLockedForListing }
+            return state.secrets.keys.filter { $0.service == service && $0.account == account }.compactMap(\.awsRole)
         }
     }
 }

@@ -71,31 +71,41 @@ public final class InMemorySettingsStore: SettingsStore {
     /// in turn, suspended, without a deadline: `timeout` is not used.
     public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Duration,
                                              _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
-        try await refreshLocks.lock(service)
-        defer { Task { await refreshLocks.unlock(service) } }
+        await locks.lock("refresh\n" + service.rawValue)
+        defer { Task { await locks.unlock("refresh\n" + service.rawValue) } }
         return try await body()
     }
 
-    private let refreshLocks = AsyncLocks()
-}
-
-/// One lock per service for tasks, waited for in turn.
-private actor AsyncLocks {
-    private var held: Set<ServiceName> = []
-    private var waiters: [ServiceName: [CheckedContinuation<Void, Never>]] = [:]
-
-    func lock(_ service: ServiceName) async {
-        if held.insert(service).inserted { return }
-        await withCheckedContinuation { waiters[service, default: []].append($0) }
+    /// Runs `body` holding this store's lock of `service`'s credentials for `subject`, waited for
+    /// as the refresh lock is.
+    public func withCredentialLock<T: Sendable>(service: ServiceName, subject: String, timeout: Duration,
+                                                _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
+        let name = "credentials\n" + service.rawValue + "\n" + subject
+        await locks.lock(name)
+        defer { Task { await locks.unlock(name) } }
+        return try await body()
     }
 
-    func unlock(_ service: ServiceName) {
-        if var queue = waiters[service], !queue.isEmpty {
+    private let locks = AsyncLocks()
+}
+
+/// Locks by name for tasks, waited for in turn.
+private actor AsyncLocks {
+    private var held: Set<String> = []
+    private var waiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    func lock(_ name: String) async {
+        if held.insert(name).inserted { return }
+        await withCheckedContinuation { waiters[name, default: []].append($0) }
+    }
+
+    func unlock(_ name: String) {
+        if var queue = waiters[name], !queue.isEmpty {
             let next = queue.removeFirst()
-            waiters[service] = queue
+            waiters[name] = queue
             next.resume()  // the lock passes to the next waiter
         } else {
-            held.remove(service)
+            held.remove(name)
         }
     }
 }

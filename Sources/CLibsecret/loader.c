@@ -87,16 +87,19 @@ int authctl_secret_load(void) {
 
 GQuark authctl_secret_error_quark(void) { return loaded == 0 ? secret.error_get_quark() : 0; }
 
-// One schema per kind of item authctl stores; both declare every attribute authctl writes or
-// searches by (libsecret refuses an attribute its schema lacks), and neither is matched by name:
+// One schema per kind of item authctl stores; each declares every attribute authctl writes or
+// searches by (libsecret refuses an attribute its schema lacks), and none is matched by name:
 // items are found by their attributes alone, so an item another tool stored is found too.
 #define AUTHCTL_SCHEMA(schema_name) { schema_name, SECRET_SCHEMA_DONT_MATCH_NAME, \
-    { { "service", 0 }, { "account", 0 }, { "server", 0 }, { NULL, 0 } }, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+    { { "service", 0 }, { "account", 0 }, { "server", 0 }, { "aws-role", 0 }, { NULL, 0 } }, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 static const SecretSchema password_schema = AUTHCTL_SCHEMA("io.github.authctl.Password");
 static const SecretSchema tokens_schema = AUTHCTL_SCHEMA("io.github.authctl.Tokens");
+static const SecretSchema aws_credentials_schema = AUTHCTL_SCHEMA("io.github.authctl.AWSCredentials");
 
 static const SecretSchema *schema_named(const char *name) {
-    return name && strcmp(name, tokens_schema.name) == 0 ? &tokens_schema : &password_schema;
+    if (name && strcmp(name, tokens_schema.name) == 0) return &tokens_schema;
+    if (name && strcmp(name, aws_credentials_schema.name) == 0) return &aws_credentials_schema;
+    return &password_schema;
 }
 
 static GHashTable *attribute_table(const char *const *names, const char *const *values, guint count) {

@@ -17,7 +17,7 @@ struct Authctl: AsyncParsableCommand {
         version: AuthController.version,
         // Every command names itself (`commandName:`): README, Performance, the start-up rules.
         subcommands: [SignIn.self, SignOut.self, Status.self, WhoAmI.self, Verify.self, Accounts.self, Forget.self, Token.self, GitCredential.self,
-                      KubeCredential.self, DockerCredential.self,
+                      KubeCredential.self, DockerCredential.self, AWSCredential.self, GCloudCredential.self,
                       Server.self, Watch.self, Serve.self, Sandbox.self, DoctorCommand.self]
     )
 

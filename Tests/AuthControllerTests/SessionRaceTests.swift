@@ -64,6 +64,7 @@ final class RacingStore: SecretStore {
     func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         try base.accounts(service: service, server: server)
     }
+    func awsRoles(service: ServiceName, account: AccountID) throws(AuthError) -> [String] { try base.awsRoles(service: service, account: account) }
 }
 
 /// `token` racing another process's sign-out: an item deleted between finding the session and

@@ -280,3 +280,26 @@ for name, line in [
     ("bare-code", "SplxlOBeZQQYbYS6WxSbIA"),
 ]:
     seed("pasted-address", name, line)
+
+# sts-answer: a byte for the HTTP status (200, 400, 403, 500, 302 by its value mod 5), then STS's answer.
+STS = "https://sts.amazonaws.com/doc/2011-06-15/"
+seed("sts-answer", "credentials", b"\0" + f"""<AssumeRoleWithWebIdentityResponse xmlns="{STS}">
+  <AssumeRoleWithWebIdentityResult>
+    <SubjectFromWebIdentityToken>sub-ada</SubjectFromWebIdentityToken>
+    <Credentials>
+      <SessionToken>FwoGZXIvYXdzEBYaDH+/session=token</SessionToken>
+      <SecretAccessKey>wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY</SecretAccessKey>
+      <Expiration>2030-03-17T18:46:40Z</Expiration>
+      <AccessKeyId>ASIAEXAMPLE123456789</AccessKeyId>
+    </Credentials>
+  </AssumeRoleWithWebIdentityResult>
+  <ResponseMetadata><RequestId>ad4156e9</RequestId></ResponseMetadata>
+</AssumeRoleWithWebIdentityResponse>""".encode())
+seed("sts-answer", "error", b"\1" + f"""<ErrorResponse xmlns="{STS}"><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code><Message>Couldn't retrieve verification key</Message></Error><RequestId>1</RequestId></ErrorResponse>""".encode())
+seed("sts-answer", "entity", b"\0" + b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x "y">]><r>&x;</r>')
+seed("sts-answer", "cdata", b"\0" + f"""<AssumeRoleWithWebIdentityResponse xmlns="{STS}"><AssumeRoleWithWebIdentityResult><Credentials><SessionToken><![CDATA[t]]></SessionToken><SecretAccessKey>s&amp;</SecretAccessKey><Expiration>2030-03-17T18:46:40.5+01:00</Expiration><AccessKeyId>A&#x42;</AccessKeyId></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>""".encode())
+
+# aws-config: a byte for the profile (dev, default, a.b-c, x), then the file.
+seed("aws-config", "crlf", b"\0" + b"# team\r\n[default]\r\nregion = eu-west-1\r\n\r\n[profile   dev]\r\nregion=us-east-1\r\ncredential_process = old\r\n   --flag\r\ns3 =\r\n  addressing_style = path\r\n; c\r\n[sso-session dev]\r\nx = y\r\n")
+seed("aws-config", "default", b"\1" + b"\xef\xbb\xbf[default]\nregion: x\n[profile default]\ncredential_process=a\n")
+seed("aws-config", "empty", b"\3")

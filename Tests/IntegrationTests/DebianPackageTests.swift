@@ -55,7 +55,7 @@ struct DebianPackageTests {
             #expect(recommends.contains(alternative), "\(recommends)")
         }
         let suggests = try await field("Suggests").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        for alternative in ["libqrencode4", "git", "kubernetes-client | kubectl", "skopeo"] {
+        for alternative in ["libqrencode4", "libxml2", "git", "kubernetes-client | kubectl", "skopeo", "awscli"] {
             #expect(suggests.contains(alternative), "\(suggests)")
         }
         let contents = try await run("dpkg-deb", ["-c", package]).stdout

@@ -114,4 +114,8 @@ public final class TaskNotingStore: SecretStore {
         note()
         return try base.accounts(service: service, server: server)
     }
+    public func awsRoles(service: ServiceName, account: AccountID) throws(AuthError) -> [String] {
+        note()
+        return try base.awsRoles(service: service, account: account)
+    }
 }

@@ -120,6 +120,27 @@ public struct SecretServiceStore: SecretStore {
     public func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID] {
         var query = [("service", service.rawValue)]
         if let server { query.append(("server", server.rawValue)) }
+        // Password items have neither `server` nor `aws-role`; items another tool stored with an
+        // account attribute that is not a valid id are skipped; duplicates another tool left
+        // count once.
+        var seen = Set<AccountID>()
+        return try attributes(of: query).filter { $0["server"] == server?.rawValue && $0["aws-role"] == nil }
+            .compactMap { $0["account"].flatMap(AccountID.init(rawValue:)) }
+            .filter { seen.insert($0).inserted }
+    }
+
+    /// `Service.SearchItems` by `service` and `account`, then each item's `Attributes`: the
+    /// `aws-role` of those that have one. Blocks; never prompts.
+    public func awsRoles(service: ServiceName, account: AccountID) throws(AuthError) -> [String] {
+        var seen = Set<String>()
+        return try attributes(of: [("service", service.rawValue), ("account", account.rawValue)])
+            .compactMap { $0["server"] == nil ? $0["aws-role"] : nil }
+            .filter { seen.insert($0).inserted }
+    }
+
+    /// The attributes of the items a search by `query` finds, but for items deleted since the
+    /// search. A locked collection is ``AuthError/keyringLockedForListing``.
+    private func attributes(of query: [(String, String)]) throws(AuthError) -> [[String: String]] {
         let attributes: [[String: String]?]
         if backend == .fileKeyring {
             attributes = try libsecret("search the keyring", timeout: callTimeout) { deadline throws(GLibError) in
@@ -136,13 +157,7 @@ public struct SecretServiceStore: SecretStore {
                 try SecretServiceCalls.itemsAttributes(connection, paths: found.unlocked + found.locked, deadline)
             }
         }
-        // Password items have no `server`; items deleted since the search (`nil`) are not there;
-        // items another tool stored with an account attribute that is not a valid id are
-        // skipped; duplicates another tool left count once.
-        var seen = Set<AccountID>()
-        return attributes.compactMap { $0 }.filter { $0["server"] == server?.rawValue }
-            .compactMap { $0["account"].flatMap(AccountID.init(rawValue:)) }
-            .filter { seen.insert($0).inserted }
+        return attributes.compactMap { $0 }
     }
 
     // MARK: - Reads that may prompt
@@ -160,8 +175,8 @@ public struct SecretServiceStore: SecretStore {
         // empty search), or hold a search behind its unlock dialog (KeePassXC's by default).
         try unlockedDefaultCollection()
         let found: (unlocked: [String], locked: [String])
-        if key.server != nil {
-            // A token item is found exactly by its attributes: search and read in one go.
+        if key.searchIsExact {
+            // A token or credentials item is found exactly by its attributes: search and read in one go.
             let read = try bus.call("read the secret of \(key)", timeout: callTimeout) { connection, deadline throws(GLibError) in
                 try SecretServiceCalls.searchAndReadSecret(connection, attributes: key.attributes, deadline)
             }
@@ -352,7 +367,7 @@ public struct SecretServiceStore: SecretStore {
         let timeout = max(callTimeout, 5)
         guard let remaining = try? libsecretItems(of: key, timeout: timeout) else { return false }
         guard remaining.isEmpty else { return true }
-        let undone: Void? = try? replace(key, with: saved, contentType: key.server == nil ? "text/plain" : "application/json",
+        let undone: Void? = try? replace(key, with: saved, contentType: key.holdsJSON ? "application/json" : "text/plain",
                                          label: label, in: undoCollection(), timeout: timeout)
         return undone != nil
     }
@@ -455,12 +470,12 @@ public struct SecretServiceStore: SecretStore {
         let found = try bus.call("search the keyring", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.searchItems(connection, attributes: key.attributes, deadline)
         }
-        guard leavingOutTokenItems, key.server == nil, !(found.unlocked.isEmpty && found.locked.isEmpty) else { return found }
+        guard leavingOutTokenItems, !key.searchIsExact, !(found.unlocked.isEmpty && found.locked.isEmpty) else { return found }
         let paths = found.unlocked + found.locked
         let attributes = try bus.call("read the items' attributes", timeout: callTimeout) { connection, deadline throws(GLibError) in
             try SecretServiceCalls.itemsAttributes(connection, paths: paths, deadline)
         }
-        let leftOut = Set(zip(paths, attributes).filter { $0.1 == nil || $0.1?["server"] != nil }.map(\.0))
+        let leftOut = Set(zip(paths, attributes).filter { $0.1.map { !key.isKey(of: $0) } ?? true }.map(\.0))
         // authctl's own items first: a read takes the first, and another tool's item with the same
         // attributes (not a hash, say) must not hide the account's own.
         let own = Set(zip(paths, attributes).filter { $0.1?[SecretServiceCalls.schemaAttribute] == key.schema }.map(\.0))
@@ -477,7 +492,7 @@ public struct SecretServiceStore: SecretStore {
         let found = try libsecret("search the keyring", timeout: timeout ?? callTimeout) { deadline throws(GLibError) in
             try Libsecret.search(key.attributes, deadline)
         }
-        return found.filter { includingTokenItems || $0.attributes["server"] == key.server?.rawValue }
+        return found.filter { includingTokenItems || key.isKey(of: $0.attributes) }
     }
 
     /// Runs a libsecret call under its deadline, after making sure the session bus's connection

@@ -2,8 +2,9 @@
 import FoundationEssentials
 
 /// Where an item lives in the keyring: a service's account, and for the tokens of a service
-/// bound to a token server, that server too. Two keys that differ in any part are
-/// two items: accounts of one service or one server never collide.
+/// bound to a token server, that server too; for the AWS credentials kept for a session, the
+/// role. Two keys that differ in any part are two items: accounts of one service or one server,
+/// and the roles of one account, never collide.
 public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
     /// The item's `service` attribute.
     public var service: ServiceName
@@ -11,6 +12,8 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
     public var account: AccountID
     /// The token server the item belongs to; `nil` for a password hash.
     public var server: ServerURL?
+    /// The IAM role (its ARN) whose credentials the item keeps; `nil` for a password hash or tokens.
+    public var awsRole: String?
 
     /// The key of `account`'s item under `service` (at `server`, for tokens).
     public init(service: ServiceName, account: AccountID, server: ServerURL? = nil) {
@@ -19,19 +22,49 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
         self.server = server
     }
 
-    /// The schema recorded on the item: `io.github.authctl.Password` or `io.github.authctl.Tokens`.
-    public var schema: String { server == nil ? "io.github.authctl.Password" : "io.github.authctl.Tokens" }
+    /// The key of the AWS credentials kept for `account`'s session of `service` and the role `awsRole`.
+    public init(service: ServiceName, account: AccountID, awsRole: String) {
+        self.service = service
+        self.account = account
+        self.awsRole = awsRole
+    }
+
+    /// The schema recorded on the item: `io.github.authctl.Password`, `io.github.authctl.Tokens`
+    /// or `io.github.authctl.AWSCredentials`.
+    public var schema: String {
+        server != nil ? "io.github.authctl.Tokens" : awsRole != nil ? "io.github.authctl.AWSCredentials" : "io.github.authctl.Password"
+    }
 
     /// The attributes the item is stored and found by (not the schema: an item another tool
     /// stored with these attributes is found too).
     public var attributes: [(String, String)] {
         var attributes = [("service", service.rawValue), ("account", account.rawValue)]
         if let server { attributes.append(("server", server.rawValue)) }
+        if let awsRole { attributes.append(("aws-role", awsRole)) }
         return attributes
     }
 
-    /// "ACCOUNT (SERVICE)", or "ACCOUNT at SERVER (SERVICE)", as messages name the item.
-    public var description: String { server.map { "\(account) at \($0) (\(service))" } ?? "\(account) (\(service))" }
+    /// Whether an item with `attributes`, found by a search for this key's, is this key's: a
+    /// search for a password hash's `service` and `account` finds that account's tokens and AWS
+    /// credentials too.
+    public func isKey(of attributes: [String: String]) -> Bool {
+        attributes["server"] == server?.rawValue && attributes["aws-role"] == awsRole
+    }
+
+    /// Whether the item holds JSON (tokens, credentials) rather than a password hash's text.
+    public var holdsJSON: Bool { server != nil || awsRole != nil }
+
+    /// Whether a search by ``attributes`` finds this key's items alone (tokens, credentials): a
+    /// password hash's finds every item of its service and account.
+    public var searchIsExact: Bool { server != nil || awsRole != nil }
+
+    /// "ACCOUNT (SERVICE)", "ACCOUNT at SERVER (SERVICE)", or "ACCOUNT for ROLE (SERVICE)", as
+    /// messages name the item.
+    public var description: String {
+        if let server { return "\(account) at \(server) (\(service))" }
+        if let awsRole { return "\(account) for \(awsRole) (\(service))" }
+        return "\(account) (\(service))"
+    }
 }
 
 /// The keyring: one secret per ``ItemKey``.
@@ -73,6 +106,11 @@ public protocol SecretStore: Sendable {
     /// ``AuthError/keyringLockedForListing`` when the collection is locked, because a locked
     /// collection may expose only hashed attribute values.
     func accounts(service: ServiceName, server: ServerURL?) throws(AuthError) -> [AccountID]
+
+    /// The roles (ARNs) with AWS credentials kept for `account` under `service`, each once, in
+    /// any order. Never unlocks; throws ``AuthError/keyringLockedForListing`` when the
+    /// collection is locked.
+    func awsRoles(service: ServiceName, account: AccountID) throws(AuthError) -> [String]
 }
 
 // MARK: - Password hashes

@@ -21,15 +21,28 @@ extension KeyFileSettingsStore {
     /// lock and suspends the task between tries, blocking no thread.
     public func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Duration,
                                              _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
-        let timeout = timeout.seconds
         // One file per service, named by a digest: a service name may be 255 bytes, too long
         // for a file name with a prefix.
-        let path = "\(directory)/refresh-\(GLibText.md5Hex(service.rawValue)).lock"
+        try await withLockFile("\(directory)/refresh-\(GLibText.md5Hex(service.rawValue)).lock", timeout: timeout, timedOut:
+                .temporaryFailure("another authctl has been refreshing the token of \(service) for more than \(formatSeconds(timeout.seconds)) s; try again"),
+            body)
+    }
+
+    /// An `flock` on `DIRECTORY/credentials-MD5.lock`, one file per service and subject (named
+    /// by the MD5 of the two), waited for as ``withRefreshLock(service:timeout:_:)`` waits.
+    public func withCredentialLock<T: Sendable>(service: ServiceName, subject: String, timeout: Duration,
+                                                _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
+        try await withLockFile("\(directory)/credentials-\(GLibText.md5Hex(service.rawValue + "\n" + subject)).lock", timeout: timeout, timedOut:
+                .temporaryFailure("another authctl has been asking for the credentials of \(subject) (\(service)) for more than \(formatSeconds(timeout.seconds)) s; try again"),
+            body)
+    }
+
+    private func withLockFile<T: Sendable>(_ path: String, timeout: Duration, timedOut: @autoclosure () -> AuthError,
+                                           _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
         let descriptor = try openLock(path)
         defer { Posix.close(descriptor) }
-        var wait = LockWait(timeout: timeout)
-        while let milliseconds = try poll(descriptor, path, &wait, timedOut:
-                .temporaryFailure("another authctl has been refreshing the token of \(service) for more than \(formatSeconds(timeout)) s; try again")) {
+        var wait = LockWait(timeout: timeout.seconds)
+        while let milliseconds = try poll(descriptor, path, &wait, timedOut: timedOut()) {
             // Waiting suspends the task, not a thread.
             try? await Task.sleep(for: .milliseconds(milliseconds))
         }

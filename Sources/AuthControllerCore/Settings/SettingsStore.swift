@@ -109,4 +109,10 @@ public protocol SettingsStore: Sendable {
     /// its own: the settings lock stays free while a slow server is asked.
     func withRefreshLock<T: Sendable>(service: ServiceName, timeout: Duration,
                                       _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T
+
+    /// Runs `body` holding the lock of `service`'s credentials for `subject` (an AWS role) — one
+    /// request for them at a time, across processes — waited for as ``withRefreshLock(service:timeout:_:)``.
+    /// It is a lock of its own, beside the refresh lock, which `body` may take.
+    func withCredentialLock<T: Sendable>(service: ServiceName, subject: String, timeout: Duration,
+                                         _ body: () async throws(AuthError) -> T) async throws(AuthError) -> T
 }

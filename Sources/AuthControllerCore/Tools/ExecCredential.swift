@@ -90,27 +90,48 @@ extension AuthController {
     /// tokens). Nobody signed in is ``AuthError/notSignedIn(_:)-enum.case``; other failures are
     /// those of ``accessToken(minValid:forceRefresh:checkingIDToken:)``.
     package func execCredential(_ apiVersion: ExecCredential.APIVersion, presenting kind: KubernetesToken) async throws(AuthError) -> ExecCredential {
-        let presentingIDToken = kind == .idToken
-        if presentingIDToken {
-            let binding = try await offload { () throws(AuthError) in try self.binding() }
-            if let binding, binding.tokenProtocol != .oidc {
-                throw .invalidInput("\(service) is bound to a token server that issues no verified ID token (protocol \(binding.tokenProtocol.rawValue)); \(hint: .presentAccessToken)")
-            }
+        guard kind == .idToken else {
+            let token = try await withSignInHint { () async throws(AuthError) in try await accessToken() }
+            return ExecCredential(apiVersion: apiVersion, token: token.token, expiresAt: token.expiresAt, warnings: token.warnings)
         }
-        let token: AccessToken
+        let (token, idToken) = try await verifiedIDToken(for: "kubectl", offeringAccessToken: true)
+        return ExecCredential(apiVersion: apiVersion, token: idToken, expiresAt: token.idTokenExpiresAt, warnings: token.warnings)
+    }
+
+    /// The signed-in session's verified ID token, for a tool that presents it (kubectl, STS,
+    /// Google's token exchange, named `tool` in messages), with the tokens it came with: refreshed
+    /// when the ID token is due, or when `forceRefresh`, exactly as
+    /// ``accessToken(minValid:forceRefresh:checkingIDToken:)`` refreshes. Needs a service bound to
+    /// an OpenID provider (``AuthError/invalidInput(_:)-enum.case`` otherwise: only those tokens
+    /// are verified ID tokens). Nobody signed in is ``AuthError/notSignedIn(_:)-enum.case``, with
+    /// the sign-in to run. With `offeringAccessToken`, a refusal names the tool's option to take
+    /// the access token instead.
+    package func verifiedIDToken(for tool: String, forceRefresh: Bool = false,
+                                 offeringAccessToken: Bool = false) async throws(AuthError) -> (token: AccessToken, idToken: String) {
+        let instead: AuthError.Message = offeringAccessToken ? "\(hint: .presentAccessToken)" : "bind an OpenID provider with `authctl server set URL --protocol oidc`"
+        let binding = try await offload { () throws(AuthError) in try self.binding() }
+        if let binding, binding.tokenProtocol != .oidc {
+            throw .invalidInput("\(service) is bound to a token server that issues no verified ID token (protocol \(binding.tokenProtocol.rawValue)), and \(tool) takes only those; \(instead)")
+        }
+        let token = try await withSignInHint { () async throws(AuthError) in
+            try await accessToken(forceRefresh: forceRefresh, checkingIDToken: true)
+        }
+        guard let idToken = token.idToken else {
+            throw offeringAccessToken
+                ? .invalidInput("\(token.account) holds no ID token at \(service): the provider issued none; \(hint: .presentAccessToken)")
+                : .invalidInput("\(token.account) holds no ID token at \(service): the provider issued none, and \(tool) takes only an ID token")
+        }
+        return (token, idToken)
+    }
+
+    /// `body`, with the sign-in to run added to "nobody is signed in": a tool shows the error to
+    /// someone who may not know which service it is.
+    private func withSignInHint<T>(_ body: () async throws(AuthError) -> T) async throws(AuthError) -> T {
         do {
-            token = try await accessToken(checkingIDToken: presentingIDToken)
+            return try await body()
         } catch {
-            // kubectl shows the plugin's error to someone who may not know which service it is.
             if case .notSignedIn(let message) = error { throw .notSignedIn("\(message); \(hint: .signIn(service))") }
             throw error
         }
-        guard presentingIDToken else {
-            return ExecCredential(apiVersion: apiVersion, token: token.token, expiresAt: token.expiresAt, warnings: token.warnings)
-        }
-        guard let idToken = token.idToken else {
-            throw .invalidInput("\(token.account) holds no ID token at \(service): the provider issued none; \(hint: .presentAccessToken)")
-        }
-        return ExecCredential(apiVersion: apiVersion, token: idToken, expiresAt: token.idTokenExpiresAt, warnings: token.warnings)
     }
 }

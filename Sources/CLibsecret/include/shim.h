@@ -23,7 +23,7 @@ GQuark authctl_secret_error_quark(void);
 typedef struct _AuthctlSecretItem AuthctlSecretItem;
 
 /// `secret_password_storev_binary_sync` with the schema `schema_name` (attributes `service`,
-/// `account`, `server`; the name is recorded as `xdg:schema`), the `count` attributes given, in
+/// `account`, `server`, `aws-role`; the name is recorded as `xdg:schema`), the `count` attributes given, in
 /// `collection` (an object path; NULL for the default), performing any prompt the service returns.
 gboolean authctl_secret_store(const char *schema_name, const char *const *names, const char *const *values, guint count,
                               const char *collection, const char *label, const guint8 *secret, gsize length,

@@ -43,6 +43,8 @@ public struct FuzzTarget: Sendable {
         FuzzTarget("validators", ValidatorChecks.validators),
         FuzzTarget("proxy-variables", ProxyChecks.variables),
         FuzzTarget("pasted-address", PastedAddressChecks.pasted),
+        FuzzTarget("sts-answer", AWSChecks.answer),
+        FuzzTarget("aws-config", AWSChecks.configuration),
     ]
 
     /// The target called `name`, if there is one.

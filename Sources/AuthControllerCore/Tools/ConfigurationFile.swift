@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+internal import Glibc
+internal import SystemPackage
+
+/// A tool's own configuration file that a set-up changes (Docker's `config.json`, AWS's
+/// `config`): read whole up to a limit, its symbolic links followed as the tool follows them,
+/// and replaced atomically, keeping its mode. Messages name it as `name` ("the Docker
+/// configuration").
+package struct ConfigurationFile {
+    let path: String
+    let name: String
+    let sizeLimit: Int
+
+    package init(path: String, named name: String, sizeLimit: Int) {
+        self.path = path
+        self.name = name
+        self.sizeLimit = sizeLimit
+    }
+
+    /// The file ``path`` names, its symbolic links followed (at most 40, as the kernel does),
+    /// even to a file that does not exist yet.
+    func resolvingLinks() throws(AuthError) -> String {
+        var current = path
+        for _ in 0..<40 {
+            let status: Posix.FileStatus?
+            do { status = try Posix.lstatus(current) } catch {
+                throw .settingsIO("cannot read \(name) \(current): \(error)")
+            }
+            guard let status, status.isSymbolicLink else { return current }
+            guard let target = Posix.readLink(current) else { throw .settingsIO("cannot read the symbolic link \(current)") }
+            current = target.hasPrefix("/") ? target : Self.folder(of: current) + "/" + target
+        }
+        throw .settingsIO("\(name) \(path) is a loop of symbolic links")
+    }
+
+    /// The bytes and mode of the file at `target`; `nil` when there is none. Over the size
+    /// limit is ``AuthError/invalidInput(_:)-enum.case``: it is not a file the tool wrote.
+    func read(_ target: String) throws(AuthError) -> (bytes: [UInt8], mode: mode_t)? {
+        let descriptor: Int32
+        do { descriptor = try Posix.openForReading(target) } catch .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw .settingsIO("cannot read \(name) \(target): \(error)")
+        }
+        defer { Posix.close(descriptor) }
+        do {
+            let status = try Posix.fstatus(descriptor)
+            guard status.isRegularFile else { throw AuthError.settingsIO("\(name) \(target) is not a regular file") }
+            let bytes = try Posix.readAll(descriptor, limit: sizeLimit + 1)
+            guard bytes.count <= sizeLimit else {
+                throw AuthError.invalidInput("\(name) \(target) is over \(sizeLimit / 1024 / 1024) MiB: it is not one the tool wrote")
+            }
+            return (bytes, status.permissions)
+        } catch let error as AuthError {
+            throw error
+        } catch {
+            throw .settingsIO("cannot read \(name) \(target): \(error)")
+        }
+    }
+
+    /// Replaces the file at `target` with `bytes` through a new file beside it, renamed over
+    /// it; missing folders are made with mode 0700.
+    func write(_ bytes: [UInt8], to target: String, mode: mode_t) throws(AuthError) {
+        let directory = Self.folder(of: target)
+        do { try Self.makeFolders(directory) } catch {
+            throw .settingsIO("cannot make the folder \(directory) of \(name): \(error)")
+        }
+        let fileName = target.split(separator: "/").last.map(String.init) ?? "config"
+        let temporary = "\(directory)/.\(fileName).\(Posix.randomBytes(8).map { String($0, radix: 16) }.joined()).tmp"
+        do {
+            let descriptor = try Posix.createExclusive(temporary, mode: 0o600)
+            defer { Posix.close(descriptor) }
+            try Posix.fchmod(descriptor, mode)
+            try Posix.writeAll(descriptor, bytes)
+            try Posix.fsync(descriptor)
+            try Posix.rename(temporary, target)
+        } catch {
+            Posix.unlink(temporary)
+            throw .settingsIO("cannot write \(name) \(target): \(error)")
+        }
+        try? Posix.syncDirectory(directory)
+    }
+
+    /// Replaces the file ``path`` names (its symbolic links followed) with `bytes`, with mode
+    /// `mode` whatever it had.
+    package func replace(with bytes: [UInt8], mode: UInt32) throws(AuthError) {
+        try write(bytes, to: try resolvingLinks(), mode: mode)
+    }
+
+    /// Makes `directory` and each missing folder above it, with mode 0700.
+    private static func makeFolders(_ directory: String) throws(Errno) {
+        guard try Posix.lstatus(directory) == nil else { return }
+        let parent = folder(of: directory)
+        if parent != directory { try makeFolders(parent) }
+        try Posix.makeDirectory(directory, mode: 0o700)
+    }
+
+    private static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}

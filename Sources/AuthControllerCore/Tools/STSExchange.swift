@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+import FoundationEssentials
+
+/// One `AssumeRoleWithWebIdentity` at AWS STS: its query API (version 2011-06-15), unsigned, a
+/// form posted, an XML answer read.
+struct STSExchange: Sendable {
+    let endpoint: ServerURL
+    let transport: any HTTPTransport
+    let timeout: Double
+    let clock: @Sendable () -> UInt64
+
+    /// What STS answered that is not a failure of its own.
+    enum Outcome: Equatable {
+        case credentials(AuthController.AWSCredentials)
+        /// `InvalidIdentityToken` or `ExpiredTokenException`, quoted: a refreshed ID token may pass.
+        case refusedToken(String)
+    }
+
+    /// The namespace of every element STS answers with.
+    static let namespace = "https://sts.amazonaws.com/doc/2011-06-15/"
+
+    func assumeRoleWithWebIdentity(_ role: AuthController.AWSRole, sessionName: String, idToken: String) async throws(AuthError) -> Outcome {
+        var form = FormBody()
+        form.add("Action", "AssumeRoleWithWebIdentity")
+        form.add("Version", "2011-06-15")
+        form.add("RoleArn", role.arn)
+        form.add("RoleSessionName", sessionName)
+        form.add("WebIdentityToken", idToken)
+        if let duration = role.duration { form.add("DurationSeconds", String(duration)) }
+        let request = HTTPRequest(method: "POST", url: endpoint.rawValue,
+                                  headers: [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8"), ("Accept", "text/xml"),
+                                            ("User-Agent", TokenExchange.userAgent)],
+                                  body: form.bytes)
+        let response = try await transport.send(request, timeout: .seconds(timeout))
+        let arrivedAt = clock()
+        return try Self.outcome(of: response, from: endpoint, arrivedAt: arrivedAt)
+    }
+
+    /// What `response` says, its times made local by STS's `Date` (§ clocks: as a token server's).
+    static func outcome(of response: HTTPResponse, from endpoint: ServerURL, arrivedAt: UInt64) throws(AuthError) -> Outcome {
+        let sts = "STS at \(endpoint)"
+        if (300..<400).contains(response.status) {
+            throw .protocolError("\(sts) answered with a redirect (HTTP \(response.status)); authctl does not follow redirects: give the final URL with --sts-endpoint")
+        }
+        if response.status >= 500 {
+            throw .unavailable("\(sts) failed (HTTP \(response.status)); try again later")
+        }
+        let answer = try STSAnswer(response.body, from: sts)
+        switch answer {
+        case .error(let code, let message):
+            let quoted = "\(code.peerText(limit: 100))\(message.map { ": " + $0.peerText(limit: 200) } ?? "")"
+            switch code {
+            case "InvalidIdentityToken", "ExpiredTokenException", "ExpiredToken": return .refusedToken(quoted)
+            case "AccessDenied": throw .denied("\(sts) refused the role: \(quoted)")
+            default: throw .unavailable("\(sts) refused: \(quoted)")
+            }
+        case .credentials(let accessKeyID, let secretAccessKey, let sessionToken, let expiration):
+            guard (200..<300).contains(response.status) else {
+                throw .protocolError("\(sts) answered HTTP \(response.status) with credentials; that is not STS's answer")
+            }
+            let serverDate = response.headers["date"].flatMap(HTTPDate.microseconds(imfFixdate:))
+            let offset = serverDate.map { Int64(clamping: $0) - Int64(clamping: arrivedAt) } ?? 0
+            let span = Int64(TokenTimes.maximumSpan * 1_000_000)
+            let serverNow = serverDate ?? arrivedAt
+            guard expiration > serverNow else {
+                throw .protocolError("\(sts) answered with credentials that have expired (their Expiration is not after its Date)")
+            }
+            let local = offset.magnitude <= UInt64(span) ? expiration.subtractingClamped(offset) : expiration
+            let expiresAt = min(local, arrivedAt.addingClamped(UInt64(span)))
+            return .credentials(AuthController.AWSCredentials(accessKeyID: accessKeyID, secretAccessKey: secretAccessKey,
+                                                              sessionToken: sessionToken, expiresAt: Timestamp.date(microseconds: expiresAt)))
+        }
+    }
+}
+
+/// STS's XML answer, read through ``XMLElement`` (libxml2, no DTD, no entities): the
+/// credentials of `AssumeRoleWithWebIdentityResponse`, or the `Code` and `Message` of an
+/// `ErrorResponse`. Anything else is ``AuthError/protocolError(_:)-enum.case``.
+enum STSAnswer: Equatable {
+    case credentials(accessKeyID: String, secretAccessKey: String, sessionToken: String, expiration: UInt64)
+    case error(code: String, message: String?)
+
+    init(_ body: [UInt8], from sts: String) throws(AuthError) {
+        func malformed(_ why: String) -> AuthError { .protocolError("\(sts) answered with \(why); that is not STS's answer") }
+        let root: XMLElement
+        do {
+            root = try XMLElement.document(body)
+        } catch {
+            switch error {
+            case .tooLarge: throw malformed("more than 64 KiB")
+            case .notWellFormed: throw malformed("something that is not well-formed XML")
+            case .declarations: throw malformed("XML that declares a DTD or entities")
+            case .tooDeep: throw malformed("XML nested more than \(XMLElement.maximumDepth) deep")
+            case .unavailable: throw .unavailable("libxml2 is not installed, and authctl needs it to read STS's answers; install the Debian package libxml2")
+            }
+        }
+        let namespace = STSExchange.namespace
+        func only(_ parent: XMLElement, _ name: String, in namespace: String?) throws(AuthError) -> XMLElement {
+            let found = parent.children(name, in: namespace)
+            guard found.count == 1 else { throw malformed(found.isEmpty ? "no \(name)" : "more than one \(name)") }
+            return found[0]
+        }
+        func value(_ element: XMLElement, limit: Int) throws(AuthError) -> String {
+            var text = Substring(element.text)
+            while let first = text.first, first.isWhitespace { text.removeFirst() }
+            while let last = text.last, last.isWhitespace { text.removeLast() }
+            guard !text.isEmpty, text.utf8.count <= limit, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), element.children.isEmpty else {
+                throw malformed("a \(element.name) that is empty, too long or not visible ASCII")
+            }
+            return String(text)
+        }
+        switch (root.name, root.namespace) {
+        case ("AssumeRoleWithWebIdentityResponse", namespace):
+            let result = try only(root, "AssumeRoleWithWebIdentityResult", in: namespace)
+            let credentials = try only(result, "Credentials", in: namespace)
+            let expirationText = try value(try only(credentials, "Expiration", in: namespace), limit: 64)
+            guard let expiration = Timestamp.microseconds(rfc3339: expirationText) else {
+                throw malformed("an Expiration that is not an ISO 8601 time")
+            }
+            self = .credentials(accessKeyID: try value(try only(credentials, "AccessKeyId", in: namespace), limit: 128),
+                                secretAccessKey: try value(try only(credentials, "SecretAccessKey", in: namespace), limit: 1024),
+                                sessionToken: try value(try only(credentials, "SessionToken", in: namespace), limit: 16 * 1024),
+                                expiration: expiration)
+        case ("ErrorResponse", let errorNamespace) where errorNamespace == namespace || errorNamespace == nil:
+            // Errors without the namespace too: STS's front ends answer some of them so.
+            let error = try only(root, "Error", in: errorNamespace)
+            let code = try value(try only(error, "Code", in: errorNamespace), limit: 256)
+            let messages = error.children("Message", in: errorNamespace)
+            guard messages.count <= 1 else { throw malformed("more than one Message") }
+            self = .error(code: code, message: messages.first.map(\.text))
+        default:
+            throw malformed("a document that is neither AssumeRoleWithWebIdentityResponse nor ErrorResponse in STS's namespace")
+        }
+    }
+}
