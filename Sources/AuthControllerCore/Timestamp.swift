@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-public import FoundationEssentials
+package import FoundationEssentials
 
 /// RFC 3339 timestamps in UTC, without Foundation's date formatters, and the conversions between
 /// the microseconds since the Unix epoch that the settings file, the D-Bus API and the clock

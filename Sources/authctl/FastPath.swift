@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// `status`, `whoami`, `token` and the credential helpers (`git-credential get`, `kube-credential`,
-/// `docker-credential get`), which scripts, git, kubectl and registry clients run in loops (`authctl status && …`,
+/// `docker-credential get`, `aws-credential --role-arn ARN`), which scripts, git, kubectl and registry clients run in loops (`authctl status && …`,
 /// `curl -H "Authorization: Bearer $(authctl token)"`), with nothing but their plain options:
 /// read here directly instead of through swift-argument-parser, which builds its model of every
 /// option by reflection and generic metadata at each start — about 10 M instructions, most of
@@ -31,6 +31,8 @@ enum FastPath {
         var minValid: UInt64?
         /// A credential helper's operation (`get`, …).
         var operation: String?
+        /// `aws-credential`'s options, in order. An array of pairs, not a dictionary: see ``flags(of:)``.
+        var awsOptions: [(name: String, value: String)] = []
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
@@ -57,6 +59,12 @@ enum FastPath {
             } else if command == "docker-credential" && operation == nil
                         && (argument == "get" || argument == "store" || argument == "erase" || argument == "list") {
                 operation = argument
+            } else if command == "aws-credential" && AWSCredential.Options.names.contains(argument) {
+                // A value that looks like an option is ArgumentParser's to read or refuse.
+                guard !awsOptions.contains(where: { $0.name == argument }), index < arguments.endIndex,
+                      !arguments[index].hasPrefix("-") else { return nil }
+                awsOptions.append((argument, arguments[index]))
+                index += 1
             } else if command == "token" && argument == "--min-valid" {
                 // Plain digits only, within the option's limit; any other spelling is
                 // ArgumentParser's to read or refuse.
@@ -89,6 +97,9 @@ enum FastPath {
         case "docker-credential":
             guard let operation else { return nil }
             return .asynchronous { [global] in try await DockerCredential.answer(global, action: operation) }
+        case "aws-credential":
+            guard let options = AWSCredential.Options(awsOptions) else { return nil }
+            return .asynchronous { [global] in try await AWSCredential.answer(global, options) }
         default:
             return nil
         }
@@ -108,6 +119,8 @@ enum FastPath {
         case "git-credential": []
         case "kube-credential": ["--access-token"]
         case "docker-credential": []
+        // The aws command and the SDKs run their credential_process whenever they start.
+        case "aws-credential": []
         default: nil
         }
     }

@@ -148,5 +148,13 @@ struct AWSTests {
         #expect(try edit("[sso-session dev]\nx = y\n").hasSuffix("\n\n[profile dev]\ncredential_process = \(command)\n"))
         // Two sections for the profile: the AWS tools refuse the file; so does the set-up.
         #expect(throws: AuthError.self) { try edit("[profile dev]\n[profile  dev]\n") }
+        #expect(throws: AuthError.self) { try edit("[profile dev]\n[profile \"dev\"]\n") }
+        // As configparser reads lines: keys indented under the header are keys; a value goes on
+        // over more indented lines, past blank lines and comments; a lone CR ends a line.
+        #expect(try edit("[profile dev]\n  region = b\n  credential_process = old\n") == "[profile dev]\n  region = b\n  credential_process = \(command)\n")
+        #expect(try edit("[profile dev]\n  region = b\n") == "[profile dev]\n  region = b\n  credential_process = \(command)\n")
+        #expect(try edit("[profile dev]\ncredential_process = old\n  --a\n\n# note\n  --b\nregion = c\n") == "[profile dev]\ncredential_process = \(command)\nregion = c\n")
+        #expect(try edit("[profile 'dev']\nregion = b\n") == "[profile 'dev']\nregion = b\ncredential_process = \(command)\n")
+        #expect(try edit("[profile dev]\rregion = b\r[profile other]\rregion = c\r") == "[profile dev]\rregion = b\rcredential_process = \(command)\r[profile other]\rregion = c\r")
     }
 }

@@ -188,6 +188,14 @@ struct CloudTests {
         #expect(log[0]["accepted"] as? Bool == true, "\(log)")
         #expect(log[0]["subject_token"] as? String == (try await idToken(setting.scenario)))
 
+        // Never renamed over what is not a regular file (as root, /dev/null would be replaced).
+        let fifo = setting.home.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let overFIFO = try await setting.scenario.authctl("gcloud-credential", "setup", fifo, "--audience", "a")
+        #expect(overFIFO.status == 74 && overFIFO.stderr.contains("not a regular file"), "\(overFIFO)")
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO, "the FIFO is still one")
+
         let signOut = try await setting.scenario.authctl("sign-out")
         #expect(signOut.status == 0)
         let failed = try await runProcess(try CloudClients.python(), [CloudClients.script, "google-auth"], input: nil, environment: environment, timeout: 120)

@@ -38,54 +38,88 @@ package enum AWSConfiguration {
     static func edit(_ bytes: [UInt8], setting key: String, to value: String, profile: String, file: String) throws(AuthError) -> [UInt8] {
         var lines = Line.split(bytes)
         let newline: [UInt8] = lines.first?.ending.isEmpty == false ? lines.first!.ending : [0x0A]
-        let assignment = Array("\(key) = \(value)".utf8)
-        let sections = lines.indices.filter { lines[$0].sectionName != nil }
-        let ours = sections.filter { profileName(ofSection: lines[$0].sectionName!) == profile }
+        let parts = Line.read(lines)
+        let ours = parts.sections.filter { profileName(ofSection: $0.name) == profile }
         guard ours.count <= 1 else {
             throw .invalidInput("the AWS config file \(file) has \(ours.count) sections for the profile \(profile), which the AWS tools refuse; keep one, then run the set-up again")
         }
-        guard let header = ours.first else {
+        guard let section = ours.first else {
             // A new section at the end, after a blank line.
             if let last = lines.indices.last, lines[last].ending.isEmpty { lines[last].ending = newline }
             var tail: [Line] = []
             if !lines.isEmpty, !lines.last!.isBlank { tail.append(Line(content: [], ending: newline)) }
             tail.append(Line(content: Array("[\(profile == "default" ? "default" : "profile \(profile)")]".utf8), ending: newline))
-            tail.append(Line(content: assignment, ending: newline))
+            tail.append(Line(content: Array("\(key) = \(value)".utf8), ending: newline))
             return (lines + tail).flatMap { $0.content + $0.ending }
         }
-        let end = sections.first { $0 > header } ?? lines.endIndex
-        // The key's lines: its own and the indented continuation lines after it.
-        var keyLines: [Range<Int>] = []
-        var lastKeyLine = header
-        var index = header + 1
-        while index < end {
-            guard lines[index].optionName != nil else { index += 1; continue }
-            var stop = index + 1
-            while stop < end, lines[stop].isContinuation { stop += 1 }
-            if lines[index].optionName == key { keyLines.append(index..<stop) }
-            lastKeyLine = stop - 1
-            index = stop
-        }
-        if let first = keyLines.first {
-            // The first one replaced, any other removed: the AWS tools refuse a key given twice.
-            for range in keyLines.dropFirst().reversed() { lines.removeSubrange(range) }
-            let ending = lines[first.upperBound - 1].ending.isEmpty ? [] : newline
-            lines.replaceSubrange(first, with: [Line(content: assignment, ending: ending)])
+        let options = parts.options.filter { section.lines.contains($0.lines.lowerBound) }
+        let existing = options.filter { $0.name == key }
+        if let first = existing.first {
+            // The first replaced, with its indentation (a key indented less after it would
+            // otherwise read as its continuation), any other removed: the AWS tools refuse a key
+            // given twice.
+            for option in existing.dropFirst().reversed() { lines.removeSubrange(option.lines) }
+            let ending = lines[first.lines.upperBound - 1].ending.isEmpty ? [] : newline
+            let line = Line(content: first.indentation + Array("\(key) = \(value)".utf8), ending: ending)
+            lines.replaceSubrange(first.lines, with: [line])
         } else {
-            if lines[lastKeyLine].ending.isEmpty { lines[lastKeyLine].ending = newline }
-            lines.insert(Line(content: assignment, ending: newline), at: lastKeyLine + 1)
+            // After the section's last key, indented as it is; else right after the header.
+            let after = options.last?.lines.upperBound ?? section.lines.lowerBound + 1
+            if lines[after - 1].ending.isEmpty { lines[after - 1].ending = newline }
+            let line = Line(content: (options.last?.indentation ?? []) + Array("\(key) = \(value)".utf8), ending: newline)
+            lines.insert(line, at: after)
         }
         return lines.flatMap { $0.content + $0.ending }
     }
 
     /// The profile a section header names, as botocore reads it: `default`, or `profile NAME`
-    /// with any spacing; `nil` for other sections (`sso-session …`, `services …`).
+    /// split into words as a POSIX shell splits them (`shlex.split`); `nil` for other sections
+    /// (`sso-session …`, `services …`) and for a header botocore cannot split.
     static func profileName(ofSection name: String) -> String? {
         if name == "default" { return "default" }
-        guard name.hasPrefix("profile") else { return nil }
-        let words = name.split(whereSeparator: { $0 == " " || $0 == "\t" })
-        guard words.count == 2, words[0] == "profile" else { return nil }
-        return String(words[1])
+        guard name.hasPrefix("profile"), let words = shellWords(name), words.count == 2, words[0] == "profile" else { return nil }
+        return words[1]
+    }
+
+    /// `text` split into words as Python's `shlex.split` does (POSIX mode): blanks separate
+    /// words, `'…'` is literal, `"…"` keeps all but `\\`, `\"`, `\$` and `` \` ``, and a
+    /// backslash outside quotes escapes the next character. `nil` for an unclosed quote or a
+    /// trailing backslash, which botocore skips.
+    static func shellWords(_ text: String) -> [String]? {
+        var words: [String] = []
+        var word: String?
+        var characters = Array(text)[...]
+        while let character = characters.popFirst() {
+            switch character {
+            case " ", "\t", "\n", "\r":
+                if let finished = word { words.append(finished) }
+                word = nil
+            case "'":
+                guard let close = characters.firstIndex(of: "'") else { return nil }
+                word = (word ?? "") + String(characters[..<close])
+                characters = characters[(close + 1)...]
+            case "\"":
+                var quoted = ""
+                while true {
+                    guard let next = characters.popFirst() else { return nil }
+                    if next == "\"" { break }
+                    if next == "\\", let escaped = characters.first, "\\\"$`\n".contains(escaped) {
+                        characters.removeFirst()
+                        if escaped != "\n" { quoted.append(escaped) }
+                    } else {
+                        quoted.append(next)
+                    }
+                }
+                word = (word ?? "") + quoted
+            case "\\":
+                guard let escaped = characters.popFirst() else { return nil }
+                word = (word ?? "") + (escaped == "\n" ? "" : String(escaped))
+            default:
+                word = (word ?? "") + String(character)
+            }
+        }
+        if let finished = word { words.append(finished) }
+        return words
     }
 
     /// A profile name the set-up writes: what botocore reads back as the same name unquoted.
@@ -95,7 +129,8 @@ package enum AWSConfiguration {
         }
     }
 
-    /// One line of the file, its ending kept apart (`\n`, `\r\n`, or none at the end).
+    /// One line of the file, its ending kept apart (`\n`, `\r\n`, `\r`, or none at the end):
+    /// Python reads the file with universal newlines, so a lone `\r` ends a line too.
     struct Line {
         var content: [UInt8]
         var ending: [UInt8]
@@ -103,11 +138,16 @@ package enum AWSConfiguration {
         static func split(_ bytes: [UInt8]) -> [Line] {
             var lines: [Line] = []
             var start = 0
+            var index = 0
             // A byte-order mark is kept as part of the first line's content.
-            for (index, byte) in bytes.enumerated() where byte == 0x0A {
-                let crlf = index > start && bytes[index - 1] == 0x0D
-                lines.append(Line(content: Array(bytes[start..<(crlf ? index - 1 : index)]), ending: crlf ? [0x0D, 0x0A] : [0x0A]))
-                start = index + 1
+            while index < bytes.count {
+                let byte = bytes[index]
+                guard byte == 0x0A || byte == 0x0D else { index += 1; continue }
+                let crlf = byte == 0x0D && index + 1 < bytes.count && bytes[index + 1] == 0x0A
+                let next = index + (crlf ? 2 : 1)
+                lines.append(Line(content: Array(bytes[start..<index]), ending: Array(bytes[index..<next])))
+                start = next
+                index = next
             }
             if start < bytes.count { lines.append(Line(content: Array(bytes[start...]), ending: [])) }
             return lines
@@ -119,34 +159,80 @@ package enum AWSConfiguration {
             return text
         }
 
+        /// Python's `str.strip()` of the line, as configparser reads it.
         private var trimmed: Substring {
             var text = text
-            while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
-            while let last = text.last, last == " " || last == "\t" || last == "\r" { text.removeLast() }
+            while let first = text.first, first.isWhitespace { text.removeFirst() }
+            while let last = text.last, last.isWhitespace { text.removeLast() }
             return text
         }
 
         var isBlank: Bool { trimmed.isEmpty }
         var isComment: Bool { trimmed.hasPrefix("#") || trimmed.hasPrefix(";") }
-        /// An indented line: configparser takes it as the value of the key above going on.
-        var isContinuation: Bool { !isBlank && (text.first == " " || text.first == "\t") }
+        /// The whitespace before the line's first character, as configparser measures a line's
+        /// indentation.
+        var indentation: [UInt8] { Array(content.prefix { $0 == 0x20 || $0 == 0x09 }) }
 
         /// `[NAME]`'s name, as configparser reads it (from the first `[` to the last `]`).
         var sectionName: String? {
             let line = trimmed
-            guard !isContinuation, line.hasPrefix("["), let close = line.lastIndex(of: "]"), close > line.startIndex else { return nil }
+            guard line.hasPrefix("["), let close = line.lastIndex(of: "]"), close > line.startIndex else { return nil }
             let name = line[line.index(after: line.startIndex)..<close]
             return name.isEmpty ? nil : String(name)
         }
 
         /// The key of a `key = value` (or `key: value`) line, lower-cased as configparser reads it.
         var optionName: String? {
-            guard !isBlank, !isComment, !isContinuation, sectionName == nil else { return nil }
             let line = trimmed
             guard let delimiter = line.firstIndex(where: { $0 == "=" || $0 == ":" }) else { return nil }
             var name = line[..<delimiter]
-            while let last = name.last, last == " " || last == "\t" { name.removeLast() }
+            while let last = name.last, last.isWhitespace { name.removeLast() }
             return name.isEmpty ? nil : name.lowercased()
+        }
+
+        /// A section of the file: its name and its lines (the header's first).
+        struct Section {
+            var name: String
+            var lines: Range<Int>
+        }
+
+        /// A key of a section: its name, its lines (its own, and the lines its value goes on
+        /// over, with the blank lines and comments between them) and its indentation.
+        struct Option {
+            var name: String
+            var lines: Range<Int>
+            var indentation: [UInt8]
+        }
+
+        /// The sections and keys of `lines`, as configparser reads them: blank lines and comments
+        /// belong to no key but the one whose value goes on after them; a line indented more than
+        /// the key above it goes on with that key's value; any other line is a header, a key, or
+        /// (before any header, or neither) a line botocore cannot read, left as it is.
+        static func read(_ lines: [Line]) -> (sections: [Section], options: [Option]) {
+            var sections: [Section] = []
+            var options: [Option] = []
+            // The key whose value a more indented line goes on with.
+            var open: Int?
+            for (index, line) in lines.enumerated() {
+                if line.isBlank || line.isComment { continue }
+                if let key = open, line.indentation.count > options[key].indentation.count {
+                    options[key].lines = options[key].lines.lowerBound..<(index + 1)
+                    sections[sections.count - 1].lines = sections[sections.count - 1].lines.lowerBound..<(index + 1)
+                    continue
+                }
+                if let name = line.sectionName {
+                    sections.append(Section(name: name, lines: index..<(index + 1)))
+                    open = nil
+                    continue
+                }
+                guard !sections.isEmpty else { continue }
+                sections[sections.count - 1].lines = sections[sections.count - 1].lines.lowerBound..<(index + 1)
+                if let name = line.optionName {
+                    options.append(Option(name: name, lines: index..<(index + 1), indentation: line.indentation))
+                    open = options.count - 1
+                }
+            }
+            return (sections, options)
         }
     }
 }

@@ -154,20 +154,21 @@ extension AuthController {
     /// ``AuthError/protocolError(_:)-enum.case``. Never prompts but for the keyring's unlock,
     /// and never opens a browser.
     public func awsCredentials(for role: AWSRole) async throws(AuthError) -> AWSCredentials {
-        let account = try await offload { () throws(AuthError) -> AccountID in try self.oidcAccount() }
+        let session = try await offload { () throws(AuthError) -> SessionRecord in try self.oidcSession() }
+        let account = session.user!
         let key = ItemKey(service: service, account: account, awsRole: role.arn)
         if let kept = try await offload({ () throws(AuthError) in try self.keptAWSCredentials(key) }) { return kept }
         return try await settings.withCredentialLock(service: service, subject: role.arn, timeout: serverTimeout * 2 + .seconds(10)) { () async throws(AuthError) -> AWSCredentials in
             // Another caller may have asked while this one waited for the lock.
             if let kept = try await offload({ () throws(AuthError) in try self.keptAWSCredentials(key) }) { return kept }
             let credentials = try await self.assume(role, account: account)
-            try await offload { () throws(AuthError) in try self.keep(credentials, at: key, role: role) }
+            try await offload { () throws(AuthError) in try self.keep(credentials, at: key, role: role, of: session) }
             return credentials
         }
     }
 
-    /// The signed-in account of an OpenID service, from the settings alone. Blocks.
-    private func oidcAccount() throws(AuthError) -> AccountID {
+    /// The record of an OpenID service's signed-in session, from the settings alone. Blocks.
+    private func oidcSession() throws(AuthError) -> SessionRecord {
         let record = try intactRecord()
         guard let binding = record.binding else {
             throw .invalidInput("\(service) is not bound to a token server; \(hint: .bindServer)")
@@ -175,8 +176,8 @@ extension AuthController {
         guard binding.tokenProtocol == .oidc else {
             throw .invalidInput("\(service) is bound to a token server that issues no verified ID token (protocol \(binding.tokenProtocol.rawValue)), and STS takes only those; bind an OpenID provider with `authctl server set URL --protocol oidc`")
         }
-        guard let user = record.user else { throw .notSignedIn("nobody is signed in to \(service); \(hint: .signIn(service))") }
-        return user
+        guard record.user != nil else { throw .notSignedIn("nobody is signed in to \(service); \(hint: .signIn(service))") }
+        return record
     }
 
     /// The credentials kept at `key` while they have more than the margin left. Credentials
@@ -187,15 +188,19 @@ extension AuthController {
         return Timestamp.microseconds(kept.expiresAt) > clock().addingClamped(Self.awsCredentialsMargin) ? kept : nil
     }
 
-    /// Keeps `credentials` at `key`, unless the session ended or changed hands meanwhile (a
-    /// sign-out deletes kept credentials, and must not find new ones written after it). Blocks.
-    private func keep(_ credentials: AWSCredentials, at key: ItemKey, role: AWSRole) throws(AuthError) {
-        try keyring.store(Array(try! JSONEncoder().encode(credentials)), contentType: "application/json", for: key,
-                          label: "AWS credentials of \(key.account) for \(role.arn) (\(service))")
-        let record = try? intactRecord()
-        if record?.user != key.account {
-            _ = try? keyring.deleteItem(key)
-            throw .notSignedIn("\(key.account) was signed out of \(service) meanwhile; \(hint: .signIn(service))")
+    /// Keeps `credentials` at `key`, unless `session` ended meanwhile: written under the settings
+    /// lock, which every sign-out holds while it deletes kept credentials, so none is written
+    /// after it. A session signed out and in again is another one: credentials asked for with
+    /// the old one's ID token are not kept for it. Blocks; an unlock prompt comes before the lock.
+    private func keep(_ credentials: AWSCredentials, at key: ItemKey, role: AWSRole, of session: SessionRecord) throws(AuthError) {
+        try keyring.unlock()
+        try settings.withExclusiveLock { () throws(AuthError) in
+            let now = try settings.read(service: service).record
+            guard now.user == session.user, now.signedInAt == session.signedInAt else {
+                throw .notSignedIn("\(key.account) was signed out of \(service) meanwhile; \(hint: .signIn(service))")
+            }
+            try keyring.store(Array(try! JSONEncoder().encode(credentials)), contentType: "application/json", for: key,
+                              label: "AWS credentials of \(key.account) for \(role.arn) (\(service))")
         }
     }
 

@@ -61,6 +61,13 @@ package struct ConfigurationFile {
     /// Replaces the file at `target` with `bytes` through a new file beside it, renamed over
     /// it; missing folders are made with mode 0700.
     func write(_ bytes: [UInt8], to target: String, mode: mode_t) throws(AuthError) {
+        // Never renamed over a device, a pipe, a socket or a folder that has the name: as root,
+        // `setup /dev/null` would replace the machine's /dev/null.
+        let status: Posix.FileStatus?
+        do { status = try Posix.lstatus(target) } catch { throw .settingsIO("cannot read \(name) \(target): \(error)") }
+        if let status, !status.isRegularFile {
+            throw .settingsIO("\(name) \(target) is not a regular file; give the path of a file")
+        }
         let directory = Self.folder(of: target)
         do { try Self.makeFolders(directory) } catch {
             throw .settingsIO("cannot make the folder \(directory) of \(name): \(error)")

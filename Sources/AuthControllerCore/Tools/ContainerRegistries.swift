@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-public import FoundationEssentials
+import FoundationEssentials
 
 /// A container registry as docker, podman and skopeo name it to a credential helper: `HOST` or
 /// `HOST:PORT`, in lower case.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-public import FoundationEssentials
+package import FoundationEssentials
 
 /// What a kubectl exec credential plugin answers (`client.authentication.k8s.io`'s
 /// `ExecCredential`): the token kubectl sends to the API server as a Bearer token, and when it

@@ -50,7 +50,7 @@ struct STSExchange: Sendable {
         case .error(let code, let message):
             let quoted = "\(code.peerText(limit: 100))\(message.map { ": " + $0.peerText(limit: 200) } ?? "")"
             switch code {
-            case "InvalidIdentityToken", "ExpiredTokenException", "ExpiredToken": return .refusedToken(quoted)
+            case "InvalidIdentityToken", "ExpiredTokenException": return .refusedToken(quoted)
             case "AccessDenied": throw .denied("\(sts) refused the role: \(quoted)")
             default: throw .unavailable("\(sts) refused: \(quoted)")
             }

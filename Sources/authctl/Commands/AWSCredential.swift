@@ -71,15 +71,57 @@ struct AWSCredential: AsyncParsableCommand {
         }
     }
 
-    /// The role, checked: every option is checked before anything is asked or written.
-    private func role(region: String?) throws(AuthError) -> AuthController.AWSRole {
-        try AuthController.AWSRole(arn: roleARN, duration: duration, sessionName: sessionName, region: region, stsEndpoint: stsEndpoint)
+    /// The options that say which role, and how: read by ArgumentParser or by ``FastPath``.
+    struct Options {
+        /// Their names, each followed by its value.
+        static let names = ["--role-arn", "--duration", "--session-name", "--region", "--sts-endpoint"]
+
+        var roleARN: String
+        var duration: Int?
+        var sessionName: String?
+        var region: String?
+        var stsEndpoint: String?
+
+        /// The options ``FastPath`` read, as name and value; `nil` without `--role-arn` or with a
+        /// duration that is not plain digits (ArgumentParser then says what is wrong).
+        init?(_ pairs: [(name: String, value: String)]) {
+            func value(_ name: String) -> String? { pairs.first { $0.name == name }?.value }
+            guard let roleARN = value("--role-arn") else { return nil }
+            if let duration = value("--duration") {
+                guard (1...9).contains(duration.utf8.count), duration.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+                self.duration = Int(duration)
+            }
+            self.roleARN = roleARN
+            sessionName = value("--session-name")
+            region = value("--region")
+            stsEndpoint = value("--sts-endpoint")
+        }
+
+        init(roleARN: String, duration: Int?, sessionName: String?, region: String?, stsEndpoint: String?) {
+            (self.roleARN, self.duration, self.sessionName, self.region, self.stsEndpoint) = (roleARN, duration, sessionName, region, stsEndpoint)
+        }
+
+        /// The role, checked: every option is checked before anything is asked or written.
+        /// `region` is the option's, else the environment's when `inheritingRegion`.
+        func role(inheritingRegion: Bool) throws(AuthError) -> AuthController.AWSRole {
+            let region = inheritingRegion ? region ?? ProcessEnvironment.value("AWS_REGION") ?? ProcessEnvironment.value("AWS_DEFAULT_REGION") : region
+            return try AuthController.AWSRole(arn: roleARN, duration: duration, sessionName: sessionName, region: region, stsEndpoint: stsEndpoint)
+        }
+    }
+
+    private var options: Options {
+        Options(roleARN: roleARN, duration: duration, sessionName: sessionName, region: region, stsEndpoint: stsEndpoint)
     }
 
     private func answer() async throws {
-        let role = try role(region: region ?? ProcessEnvironment.value("AWS_REGION") ?? ProcessEnvironment.value("AWS_DEFAULT_REGION"))
+        try await Self.answer(global.settings, options)
+    }
+
+    /// The credential_process itself; also for ``FastPath``.
+    static func answer(_ global: GlobalSettings, _ options: Options) async throws {
+        let role = try options.role(inheritingRegion: true)
         // Never the unlock prompt: an aws command may run with nobody at the screen.
-        var settings = global.settings
+        var settings = global
         settings.noPrompt = true
         let controller = try settings.makeController()
         let credentials = try await FirstSignal.deferred { () async throws(AuthError) in
@@ -89,7 +131,7 @@ struct AWSCredential: AsyncParsableCommand {
     }
 
     private func setUp(_ profile: String) async throws {
-        _ = try role(region: region)
+        _ = try options.role(inheritingRegion: false)
         let controller = try global.makeController()
         // Refused before anything changes: only an OpenID provider's session has an ID token for STS.
         guard let binding = try controller.binding(), binding.tokenProtocol == .oidc else {
@@ -98,22 +140,23 @@ struct AWSCredential: AsyncParsableCommand {
         guard let binary = ProcessEnvironment.executablePath else {
             throw AuthError.unavailable("cannot tell where this authctl is (/proc/self/exe); the AWS tools need its absolute path")
         }
-        var words = [Self.quoted(binary), "--service", controller.service.rawValue, "aws-credential", "--role-arn", roleARN]
+        var words = [binary, "--service", controller.service.rawValue, "aws-credential", "--role-arn", roleARN]
         if let duration { words += ["--duration", String(duration)] }
         if let sessionName { words += ["--session-name", sessionName] }
         if let region { words += ["--region", region] }
         if let stsEndpoint { words += ["--sts-endpoint", stsEndpoint] }
         let path = AWSConfiguration.path
-        try await FirstSignal.deferred { () async throws(AuthError) in
-            try AWSConfiguration.set("credential_process", to: words.joined(separator: " "), profile: profile, in: path)
+        _ = try await FirstSignal.deferred { () async throws(AuthError) in
+            try AWSConfiguration.set("credential_process", to: words.map(Self.quoted).joined(separator: " "), profile: profile, in: path)
         }
         try Output.line("The AWS profile \(profile) now gets credentials for \(roleARN) from \(controller.service).")
     }
 
-    /// A word as the AWS tools split `credential_process` (POSIX shell words): in double quotes,
-    /// with `"` and `\` escaped, when it holds a space or a character that would split or quote it.
+    /// A word as the AWS tools split `credential_process` (POSIX shell words, `shlex.split`): in
+    /// double quotes, with `"` and `\` escaped (the only escapes inside them), when it holds a
+    /// blank or a character that would split, quote or escape it.
     static func quoted(_ word: String) -> String {
-        guard word.contains(where: { " \t\n\"'\\".contains($0) }) else { return word }
+        guard word.contains(where: { " \t\n\r\"'\\".contains($0) }) else { return word }
         return "\"" + word.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
     }
 }

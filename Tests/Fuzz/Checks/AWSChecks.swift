@@ -51,21 +51,18 @@ enum AWSChecks {
         let again = try? AWSConfiguration.edit(edited, setting: "credential_process", to: value, profile: profile, file: "config")
         try require(again == edited, "a second edit changed the file again")
         let lines = AWSConfiguration.Line.split(edited)
-        var inProfile = false
-        var found: [String] = []
-        for line in lines {
-            if let name = line.sectionName { inProfile = AWSConfiguration.profileName(ofSection: name) == profile; continue }
-            if inProfile, line.optionName == "credential_process" { found.append(String(decoding: line.content, as: UTF8.self)) }
-        }
-        try require(found == ["credential_process = \(value)"], "the profile's section holds \(found), not the one line")
+        let parts = AWSConfiguration.Line.read(lines)
+        let ours = parts.sections.filter { AWSConfiguration.profileName(ofSection: $0.name) == profile }
+        try require(ours.count == 1, "\(ours.count) sections for the profile after the edit")
+        let found = parts.options.filter { ours[0].lines.contains($0.lines.lowerBound) && $0.name == "credential_process" }
+        try require(found.count == 1 && found[0].lines.count == 1, "the profile's section holds \(found.count) credential_process keys, or one that goes on over lines")
+        let line = String(decoding: lines[found[0].lines.lowerBound].content, as: UTF8.self)
+        try require(line.hasSuffix("credential_process = \(value)"), "the key's line is \(line.debugDescription)")
         // Every line outside the profile's section is kept, in order (a new section comes after
         // a blank line of its own).
         func outside(_ lines: [AWSConfiguration.Line]) -> [[UInt8]] {
-            var inProfile = false
-            var kept: [[UInt8]] = lines.compactMap { line in
-                if let name = line.sectionName { inProfile = AWSConfiguration.profileName(ofSection: name) == profile }
-                return inProfile ? nil : line.content
-            }
+            let excluded = AWSConfiguration.Line.read(lines).sections.filter { AWSConfiguration.profileName(ofSection: $0.name) == profile }
+            var kept = lines.indices.filter { index in !excluded.contains { $0.lines.contains(index) } }.map { lines[$0].content }
             while kept.last?.isEmpty == true { kept.removeLast() }
             return kept
         }

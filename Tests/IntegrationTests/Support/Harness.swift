@@ -136,7 +136,7 @@ struct Scenario {
             var record = try store.read(service: name).record
             #expect(record.user != nil && record.tokenTimes != nil, "nobody with tokens is signed in to \(name)")
             record.tokenTimes?.accessExpiresAt = microseconds
-            try store.save(record, service: name)
+            _ = try store.save(record, service: name)
         }
     }
 
