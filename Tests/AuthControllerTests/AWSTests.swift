@@ -149,6 +149,9 @@ struct AWSTests {
         // Two sections for the profile: the AWS tools refuse the file; so does the set-up.
         #expect(throws: AuthError.self) { try edit("[profile dev]\n[profile  dev]\n") }
         #expect(throws: AuthError.self) { try edit("[profile dev]\n[profile \"dev\"]\n") }
+        // A line configparser cannot read: the AWS tools refuse the whole file, and so does the set-up.
+        #expect(throws: AuthError.self) { try edit("[profile dev]\nregion b\n") }
+        #expect(throws: AuthError.self) { try edit("region = b\n[profile dev]\n") }
         // As configparser reads lines: keys indented under the header are keys; a value goes on
         // over more indented lines, past blank lines and comments; a lone CR ends a line.
         #expect(try edit("[profile dev]\n  region = b\n  credential_process = old\n") == "[profile dev]\n  region = b\n  credential_process = \(command)\n")

@@ -21,8 +21,9 @@ package enum AWSConfiguration {
     /// it after the section's last key; a missing section is added at the end. A symbolic link is
     /// followed; a new file is 0600 in folders made 0700, an existing one keeps its mode. Returns
     /// `false`, and writes nothing, when the file already says so. A file in which two sections
-    /// are that profile's is ``AuthError/invalidInput(_:)-enum.case``; one that cannot be read or
-    /// written, ``AuthError/settingsIO(_:)-enum.case``. Nothing changes on failure.
+    /// are that profile's, or with a line the AWS tools cannot read, is
+    /// ``AuthError/invalidInput(_:)-enum.case``; one that cannot be read or written,
+    /// ``AuthError/settingsIO(_:)-enum.case``. Nothing changes on failure.
     @discardableResult
     package static func set(_ key: String, to value: String, profile: String, in path: String) throws(AuthError) -> Bool {
         let file = ConfigurationFile(path: path, named: "the AWS config file", sizeLimit: sizeLimit)
@@ -39,6 +40,10 @@ package enum AWSConfiguration {
         var lines = Line.split(bytes)
         let newline: [UInt8] = lines.first?.ending.isEmpty == false ? lines.first!.ending : [0x0A]
         let parts = Line.read(lines)
+        // The AWS tools refuse such a file whole; an edit around the line would guess.
+        if let line = parts.unreadable.first {
+            throw .invalidInput("line \(line + 1) of the AWS config file \(file) is neither a [section], a key = value nor a comment, so the AWS tools cannot read the file; fix it, then run the set-up again")
+        }
         let ours = parts.sections.filter { profileName(ofSection: $0.name) == profile }
         guard ours.count <= 1 else {
             throw .invalidInput("the AWS config file \(file) has \(ours.count) sections for the profile \(profile), which the AWS tools refuse; keep one, then run the set-up again")
@@ -207,10 +212,11 @@ package enum AWSConfiguration {
         /// The sections and keys of `lines`, as configparser reads them: blank lines and comments
         /// belong to no key but the one whose value goes on after them; a line indented more than
         /// the key above it goes on with that key's value; any other line is a header, a key, or
-        /// (before any header, or neither) a line botocore cannot read, left as it is.
-        static func read(_ lines: [Line]) -> (sections: [Section], options: [Option]) {
+        /// (before any header, or neither) a line configparser cannot read, which is `unreadable`.
+        static func read(_ lines: [Line]) -> (sections: [Section], options: [Option], unreadable: [Int]) {
             var sections: [Section] = []
             var options: [Option] = []
+            var unreadable: [Int] = []
             // The key whose value a more indented line goes on with.
             var open: Int?
             for (index, line) in lines.enumerated() {
@@ -225,14 +231,15 @@ package enum AWSConfiguration {
                     open = nil
                     continue
                 }
-                guard !sections.isEmpty else { continue }
-                sections[sections.count - 1].lines = sections[sections.count - 1].lines.lowerBound..<(index + 1)
-                if let name = line.optionName {
-                    options.append(Option(name: name, lines: index..<(index + 1), indentation: line.indentation))
-                    open = options.count - 1
+                guard !sections.isEmpty, let name = line.optionName else {
+                    unreadable.append(index)
+                    continue
                 }
+                sections[sections.count - 1].lines = sections[sections.count - 1].lines.lowerBound..<(index + 1)
+                options.append(Option(name: name, lines: index..<(index + 1), indentation: line.indentation))
+                open = options.count - 1
             }
-            return (sections, options)
+            return (sections, options, unreadable)
         }
     }
 }
