@@ -188,6 +188,23 @@ struct CloudTests {
         #expect(log[0]["accepted"] as? Bool == true, "\(log)")
         #expect(log[0]["subject_token"] as? String == (try await idToken(setting.scenario)))
 
+        // The executable's own answer: the ID token, its expiry by the local clock in whole
+        // seconds, and the token type the library asked for; another type is refused (65).
+        let answered = try await setting.scenario.authctl("gcloud-credential")
+        let success = try #require(try JSONSerialization.jsonObject(with: Data(answered.stdout.utf8)) as? [String: Any], "\(answered)")
+        #expect(success["version"] as? Int == 1 && success["success"] as? Bool == true)
+        #expect(success["token_type"] as? String == "urn:ietf:params:oauth:token-type:id_token")
+        #expect(success["id_token"] as? String == (try await idToken(setting.scenario)))
+        let expiration = try #require(success["expiration_time"] as? Int)
+        #expect(abs(Double(expiration) - Date().timeIntervalSince1970 - 600) < 120, "the ID token lives 600 s: \(expiration)")
+        var asJWT = setting.scenario
+        asJWT.extraEnvironment["GOOGLE_EXTERNAL_ACCOUNT_TOKEN_TYPE"] = "urn:ietf:params:oauth:token-type:jwt"
+        #expect(try await asJWT.authctl("gcloud-credential").stdout.contains("\"token_type\":\"urn:ietf:params:oauth:token-type:jwt\""))
+        var asSAML = setting.scenario
+        asSAML.extraEnvironment["GOOGLE_EXTERNAL_ACCOUNT_TOKEN_TYPE"] = "urn:ietf:params:oauth:token-type:saml2"
+        let saml = try await asSAML.authctl("gcloud-credential")
+        #expect(saml.status == 65 && saml.stdout.contains("\"code\":\"UNSUPPORTED_TOKEN_TYPE\""), "\(saml)")
+
         // Never renamed over what is not a regular file (as root, /dev/null would be replaced).
         let fifo = setting.home.appendingPathComponent("fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
