@@ -68,10 +68,13 @@ package enum AWSConfiguration {
             let line = Line(content: first.indentation + Array("\(key) = \(value)".utf8), ending: ending)
             lines.replaceSubrange(first.lines, with: [line])
         } else {
-            // After the section's last key, indented as it is; else right after the header.
+            // After the section's last key, indented as it is; else right after the header,
+            // indented as the next header is (less, and that header would read as the key's value
+            // going on). Either way the line after it is indented no more than it.
             let after = options.last?.lines.upperBound ?? section.lines.lowerBound + 1
+            let indentation = options.last?.indentation ?? lines[after...].first { !$0.isBlank && !$0.isComment }?.indentation ?? []
             if lines[after - 1].ending.isEmpty { lines[after - 1].ending = newline }
-            let line = Line(content: (options.last?.indentation ?? []) + Array("\(key) = \(value)".utf8), ending: newline)
+            let line = Line(content: indentation + Array("\(key) = \(value)".utf8), ending: newline)
             lines.insert(line, at: after)
         }
         return lines.flatMap { $0.content + $0.ending }
