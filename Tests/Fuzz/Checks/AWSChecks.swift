@@ -60,9 +60,13 @@ enum AWSChecks {
         try require(line.hasSuffix("credential_process = \(value)"), "the key's line is \(line.debugDescription)")
         // Every line outside the profile's section is kept, in order (a new section comes after
         // a blank line of its own).
+        // The section reaches to the next header: the comments and blank lines at its end are its.
         func outside(_ lines: [AWSConfiguration.Line]) -> [[UInt8]] {
-            let excluded = AWSConfiguration.Line.read(lines).sections.filter { AWSConfiguration.profileName(ofSection: $0.name) == profile }
-            var kept = lines.indices.filter { index in !excluded.contains { $0.lines.contains(index) } }.map { lines[$0].content }
+            let sections = AWSConfiguration.Line.read(lines).sections
+            let excluded = sections.indices.filter { AWSConfiguration.profileName(ofSection: sections[$0].name) == profile }.map { index in
+                sections[index].lines.lowerBound..<(index + 1 < sections.count ? sections[index + 1].lines.lowerBound : lines.count)
+            }
+            var kept = lines.indices.filter { index in !excluded.contains { $0.contains(index) } }.map { lines[$0].content }
             while kept.last?.isEmpty == true { kept.removeLast() }
             return kept
         }
