@@ -14,13 +14,14 @@ demo: deps
 # first for the same reason, and so that a broken link fails CI.
 
 # Some suites have passes of their own after the rest: the tests with the other tools (kubectl,
-# skopeo and a registry, dunst under Xvfb, tinyproxy and squid, each beside an identity provider), the tests against every
+# skopeo and a registry, dunst under Xvfb, tinyproxy and squid, the clouds' Python clients and moto, each beside an
+# identity provider), the tests against every
 # Secret Service (KeePassXC and KWallet: Qt programs, a second of both cores each), the gnome-keyring
 # load test (a minute of six processes looping against the keyring with serve running), and the
 # Debian package's tests, which install it into a clean Debian 12 system (apt, dpkg, a keyring daemon
 # and a bus at work there; `make deb` builds the package first). Beside the rest, every timing the
 # other tests measure would be their load's.
-TOOL_SUITES = ProxyTests|KubeAPIServerTests|KubectlTests|ContainerRegistryTests|ContainerRegistryHelperTests|NotificationServerTests|NotificationTests
+TOOL_SUITES = ProxyTests|CloudTests|KubeAPIServerTests|KubectlTests|ContainerRegistryTests|ContainerRegistryHelperTests|NotificationServerTests|NotificationTests
 #
 # Beside the passes, every fuzz target is built (AddressSanitizer and libFuzzer, a build folder of its
 # own) and then runs CI_FUZZ_SECONDS against its committed corpus (see fuzz below), at the lowest

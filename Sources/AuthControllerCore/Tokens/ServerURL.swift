@@ -39,8 +39,10 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
         }
         // A `%` must start a percent-encoding; a parser would otherwise re-encode it as `%25`,
         // and the server asked would not be the one typed.
+        // Bytes, not Characters, throughout: the settings' URLs are checked at every read, and
+        // `serve` reads hundreds of them at each change.
         let characters = Array(bytes)
-        func isHex(_ byte: UInt8) -> Bool { Character(Unicode.Scalar(byte)).isHexDigit }
+        func isHex(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte) }
         for (index, byte) in characters.enumerated() where byte == UInt8(ascii: "%") {
             guard index + 2 < characters.count, isHex(characters[index + 1]), isHex(characters[index + 2]) else {
                 throw refuse("it has a '%' that does not start a percent-encoding (%XX)")
@@ -66,7 +68,7 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
                 throw refuse("its host in [...] is not an IPv6 address")
             }
         } else {
-            guard host.utf8.allSatisfy({ Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber || "-._".utf8.contains($0) }) else {
+            guard host.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F }) else {
                 throw refuse("its host is not a name (letters, digits, '-', '.' and '_') or an address")
             }
         }
