@@ -20,7 +20,10 @@ demo: deps
 # load test (a minute of six processes looping against the keyring with serve running), and the
 # Debian package's tests, which install it into a clean Debian 12 system (apt, dpkg, a keyring daemon
 # and a bus at work there; `make deb` builds the package first). Beside the rest, every timing the
-# other tests measure would be their load's.
+# other tests measure would be their load's. serve's bounds under many services (200 ms for a change
+# to reach its object with 600 of them, measured in the debug build) have a pass of their own too,
+# a few seconds long: in the main pass, its neighbours' processes made them late in one clean-clone
+# run of three.
 TOOL_SUITES = ProxyTests|CloudTests|KubeAPIServerTests|KubectlTests|ContainerRegistryTests|ContainerRegistryHelperTests|NotificationServerTests|NotificationTests
 #
 # Beside the passes, every fuzz target is built (AddressSanitizer and libFuzzer, a build folder of its
@@ -38,7 +41,8 @@ test: deps install-prerequisites docs deb
 	mkdir -p .build && setsid sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' fuzz \
 	    $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS) > .build/fuzz-ci.log 2>&1 & fuzz=$$!; \
 	trap 'kill -- -$$fuzz 2>/dev/null || true' EXIT; \
-	swift test --skip 'SecretServiceImplementationTests|KeyringLoadTests|DebianPackageTests|$(TOOL_SUITES)'; \
+	swift test --skip 'SecretServiceImplementationTests|KeyringLoadTests|DebianPackageTests|ServeRaceTests|$(TOOL_SUITES)'; \
+	swift test --filter ServeRaceTests; \
 	swift test --filter '$(TOOL_SUITES)|DebianPackageTests'; \
 	swift test --filter SecretServiceImplementationTests; \
 	swift test --filter KeyringLoadTests; \
