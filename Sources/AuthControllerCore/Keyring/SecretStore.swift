@@ -167,12 +167,16 @@ extension SecretStore {
     /// Secret Service call is `Collection.CreateItem` with `replace` set.
     public func store<Value: Encodable>(_ value: Value, service: ServiceName, account: AccountID, server: ServerURL? = nil,
                                         label: String) throws(AuthError) {
+        try store(value, for: ItemKey(service: service, account: account, server: server), label: label)
+    }
+
+    /// Stores `value` as JSON at `key` (tokens, AWS credentials). May prompt.
+    public func store<Value: Encodable>(_ value: Value, for key: ItemKey, label: String) throws(AuthError) {
         let data: Data
         do { data = try JSONEncoder().encode(value) } catch {
             preconditionFailure("SecretStore.store: \(Value.self) failed to encode: \(error)")
         }
-        try store(Array(data), contentType: "application/json", for: ItemKey(service: service, account: account, server: server),
-                  label: label)
+        try store(Array(data), contentType: "application/json", for: key, label: label)
     }
 
     /// The item decoded as `Value`, or `nil` when there is no item. A secret that does not decode

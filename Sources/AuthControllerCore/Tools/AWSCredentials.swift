@@ -199,8 +199,7 @@ extension AuthController {
             guard now.user == session.user, now.signedInAt == session.signedInAt else {
                 throw .notSignedIn("\(key.account) was signed out of \(service) meanwhile; \(hint: .signIn(service))")
             }
-            try keyring.store(Array(try! JSONEncoder().encode(credentials)), contentType: "application/json", for: key,
-                              label: "AWS credentials of \(key.account) for \(role.arn) (\(service))")
+            try keyring.store(credentials, for: key, label: "AWS credentials of \(key.account) for \(role.arn) (\(service))")
         }
     }
 
