@@ -384,9 +384,20 @@ final class Spawned: Sendable {
         throw failure.value.withLock { $0 } ?? AuthError.unavailable("\(configuration.executable) did not start")
     }
 
+    /// A program its test no longer holds is ended: left running, a `serve` or a refresh would
+    /// go on knocking on its test server's port after the test, which a later test's server may
+    /// by then be listening on.
     deinit {
         closeInput()
         try? FileManager.default.removeItem(at: outputs)
+        guard !reaped.value.load(ordering: .acquiring) else { return }
+        let (target, reaped) = (leadsProcessGroup ? -pid : pid, reaped)
+        kill(target, SIGTERM)
+        Task.detached {
+            try? await Task.sleep(for: .seconds(5))
+            // Not reaped yet, so the pid is still the program's.
+            if !reaped.value.load(ordering: .acquiring) { kill(target, SIGKILL) }
+        }
     }
 
     var stdout: String {

@@ -50,6 +50,9 @@ config["refresh_answer_delay"] = 0.0
 record = serving.Record(lock)
 access_tokens = {}   # token -> expiry (server clock, seconds) or None
 refresh_tokens = {}  # token -> (account, expiry or None)
+# Every refresh token ever issued here. A refresh presenting another is logged as "stray": the
+# port may have served another test's server before, whose leftover client knocks here.
+issued_refresh_tokens = set()
 serial = [0]
 
 
@@ -94,6 +97,11 @@ class Handler(serving.Handler):
         endpoint = {"/oauth/token": "refresh" if fields.get("grant_type") == "refresh_token" else "login",
                     "/oauth/revoke": "revoke", "/api/login": "login", "/api/register": "register",
                     "/api/refresh_tokens": "refresh"}.get(self.path, self.path)
+        if endpoint == "refresh":
+            presented = authorization[len("Bearer "):] if self.path.startswith("/api/") and authorization else fields.get("refresh_token")
+            with lock:
+                if presented not in issued_refresh_tokens:
+                    endpoint = "stray refresh"
         with lock:
             record.log.append({"endpoint": endpoint, "path": self.path, "fields": fields, "authorization": authorization, "time": time.time(),
                         "headers": {k.lower(): v for k, v in self.headers.items()}})
@@ -106,7 +114,7 @@ class Handler(serving.Handler):
         json_api = self.path.startswith("/api/")
         if endpoint in ("login", "register"):
             return self.sign_in(fields, json_api, endpoint == "register")
-        if endpoint == "refresh":
+        if endpoint in ("refresh", "stray refresh"):
             token = authorization[len("Bearer "):] if json_api and authorization else fields.get("refresh_token")
             return self.refresh(token, json_api)
         if endpoint == "revoke":
@@ -161,6 +169,7 @@ class Handler(serving.Handler):
                 refresh = "refresh-%d-%s" % (number, uuid.uuid4().hex[:8])
                 refresh_tokens.pop(previous, None)
                 refresh_tokens[refresh] = (account, refresh_expiry)
+                issued_refresh_tokens.add(refresh)
         if json_api:
             answer = {"accessToken": access, "user": {"login": account}}
             if access_expiry is not None:
