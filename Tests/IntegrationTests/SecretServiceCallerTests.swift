@@ -127,4 +127,16 @@ struct SecretServiceCallerTests {
         #expect(run.stderr.count < 300, "\(run.stderr.count) characters")
         #expect(run.stderr.split(separator: "\n").count == 1)
     }
+
+    @Test("a Service that lists the item it created at another path than its CreateItem answered: the write is kept, and not undone")
+    func createdItemListedElsewhere() async throws {
+        let standIn = try await StandIn(refusals: 0, of: "CreateItem")
+        let signIn = try await standIn.scenario.authctl("sign-in", "bob", "--password-stdin", stdin: "pw")
+        let verify = try await standIn.scenario.authctl("verify", "--password-stdin", stdin: "pw")
+        await standIn.stop()
+        #expect(signIn.status == 0, "\(signIn)")
+        #expect(verify.status == 0, "\(verify)")
+        #expect(standIn.calls.filter { $0.hasPrefix("CreateItem ") }.count == 1, "\(standIn.calls)")
+        #expect(standIn.deletes.isEmpty, "\(standIn.deletes)")
+    }
 }

@@ -262,8 +262,17 @@ public struct SecretServiceStore: SecretStore {
                 _ = try? libsecret("delete the item of \(key)", timeout: callTimeout) { deadline throws(GLibError) in try Libsecret.delete(item, deadline) }
             }
         }
+        // The item created is looked for at its path first. Any other item of the key holding
+        // what was written will do too: the key then holds the secret, whatever path the
+        // service reports for it (KWallet, on a loaded machine, once listed bob's new item
+        // without the path its CreateItem had answered).
+        let candidates = items.filter { created == nil || $0.path == created } + items.filter { created != nil && $0.path != created }
         var kept: Libsecret.Item?
-        for item in items where (created == nil || item.path == created) && !item.locked && kept == nil {
+        let ownAttributes = Dictionary(uniqueKeysWithValues: key.attributes)
+        func isOwn(_ item: Libsecret.Item) -> Bool {
+            item.path == created || item.attributes.filter { $0.key != "xdg:schema" } == ownAttributes
+        }
+        for item in candidates where !item.locked && isOwn(item) && kept == nil {
             // A read that fails is that error, not an item that was not kept.
             let stored: [UInt8]
             do {
@@ -276,7 +285,10 @@ public struct SecretServiceStore: SecretStore {
         }
         guard let kept else {
             removeCreated()
-            throw .unavailable("the Secret Service accepted the item of \(key) but did not keep it; nothing was changed — check that its collection takes new items (KeePassXC: a group exposed to other programs)")
+            let found = items.isEmpty ? "no item of it was found" : "\(items.count) item(s) of it were found, none unlocked and holding what was written"
+                + (items.contains { $0.path == created } ? "" : " (none at the path the service answered)")
+            throw .unavailable("the Secret Service accepted the item of \(key) but did not keep it; nothing was changed — check that its collection takes new items (KeePassXC: a group exposed to other programs)",
+                               detail: "after the write, \(found)")
         }
         for duplicate in items where duplicate.path != kept.path || duplicate.attributes != kept.attributes {
             try libsecret("delete another item of \(key)", timeout: timeout) { deadline throws(GLibError) in

@@ -13,6 +13,10 @@ org.freedesktop.secrets on the bus at BUS_ADDRESS, prints `ready`, then one line
 METHOD: `METHOD SENDER refused` or `METHOD SENDER answered`. It ends when the bus goes away.
 With MESSAGE, that is the refusal's text instead of gnome-keyring's.
 
+With METHOD `CreateItem` and no refusals, the keyring starts empty and keeps the one item a
+`CreateItem` makes (its attributes and secret), but lists it at another path than the one its
+`CreateItem` answered, as KWallet once did on a loaded machine; it prints `CreateItem SENDER`.
+
 Debian's /usr/bin/python3 with python3-gi (Gio's D-Bus), which the README's listener needs too.
 """
 import sys
@@ -35,6 +39,10 @@ INTERFACES = Gio.DBusNodeInfo.new_for_xml("""
     <method name="ReadAlias"><arg type="s" direction="in"/><arg type="o" direction="out"/></method>
   </interface>
   <interface name="org.freedesktop.Secret.Collection">
+    <method name="CreateItem">
+      <arg type="a{sv}" direction="in"/><arg type="(oayays)" direction="in"/><arg type="b" direction="in"/>
+      <arg type="o" direction="out"/><arg type="o" direction="out"/>
+    </method>
     <property name="Locked" type="b" access="read"/>
   </interface>
   <interface name="org.freedesktop.Secret.Item">
@@ -52,8 +60,11 @@ ITEM = COLLECTION + "/1"
 SESSION = "/org/freedesktop/secrets/session/1"
 
 calls_by_sender = {}
-# The item has the attributes it was last searched by.
+# The item has the attributes it was last searched by; when items are created, those of the
+# last one created.
 attributes = {}
+creating = declined_method == "CreateItem" and refusals == 0
+created = None  # (attributes, secret) of the item created last
 
 
 def service_call(connection, sender, path, interface, method, parameters, invocation):
@@ -66,21 +77,42 @@ def service_call(connection, sender, path, interface, method, parameters, invoca
             return
         print(f"{method} {sender} answered", flush=True)
     if method == "SearchItems":
+        wanted = parameters.unpack()[0]
+        if creating:
+            found = created is not None and all(created[0].get(k) == v for k, v in wanted.items())
+            return invocation.return_value(GLib.Variant("(aoao)", ([ITEM] if found else [], [])))
         attributes.clear()
-        attributes.update(parameters.unpack()[0])
+        attributes.update(wanted)
         invocation.return_value(GLib.Variant("(aoao)", ([ITEM], [])))
+    elif method == "OpenSession" and creating and parameters.unpack()[0] != "plain":
+        invocation.return_dbus_error("org.freedesktop.DBus.Error.NotSupported", "only plain sessions")
     elif method == "OpenSession":
         invocation.return_value(GLib.Variant("(vo)", (GLib.Variant("s", ""), SESSION)))
     elif method == "ReadAlias":
         invocation.return_value(GLib.Variant("(o)", (COLLECTION,)))
 
 
+def collection_call(connection, sender, path, interface, method, parameters, invocation):
+    global created
+    properties_in, (_, _, value, _), _ = parameters.unpack()
+    item_attributes = properties_in.get("org.freedesktop.Secret.Item.Attributes", {})
+    created = (dict(item_attributes), bytes(value))
+    attributes.clear()
+    attributes.update(item_attributes)
+    print(f"CreateItem {sender}", flush=True)
+    invocation.return_value(GLib.Variant("(oo)", (COLLECTION + "/answered_elsewhere", "/")))
+
+
 def item_call(connection, sender, path, interface, method, parameters, invocation):
+    global created
     if method == "Delete":
         print(f"Delete {sender}", flush=True)
+        if creating:
+            created = None
         invocation.return_value(GLib.Variant("(o)", ("/",)))
     else:
-        invocation.return_value(GLib.Variant("((oayays))", ((SESSION, b"", b"the secret", "text/plain"),)))
+        secret = created[1] if creating and created else b"the secret"
+        invocation.return_value(GLib.Variant("((oayays))", ((SESSION, b"", secret, "text/plain"),)))
 
 
 def session_call(connection, sender, path, interface, method, parameters, invocation):
@@ -100,7 +132,7 @@ connection = Gio.DBusConnection.new_for_address_sync(
 connection.register_object("/org/freedesktop/secrets", INTERFACES.lookup_interface("org.freedesktop.Secret.Service"),
                            service_call, None, None)
 for path in [COLLECTION, "/org/freedesktop/secrets/aliases/default"]:
-    connection.register_object(path, INTERFACES.lookup_interface("org.freedesktop.Secret.Collection"), None, properties, None)
+    connection.register_object(path, INTERFACES.lookup_interface("org.freedesktop.Secret.Collection"), collection_call, properties, None)
 connection.register_object(ITEM, INTERFACES.lookup_interface("org.freedesktop.Secret.Item"), item_call, properties, None)
 connection.register_object(SESSION, INTERFACES.lookup_interface("org.freedesktop.Secret.Session"), session_call, None, None)
 owned = connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
