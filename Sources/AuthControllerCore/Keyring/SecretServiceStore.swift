@@ -270,7 +270,7 @@ public struct SecretServiceStore: SecretStore {
         var kept: Libsecret.Item?
         let ownAttributes = Dictionary(uniqueKeysWithValues: key.attributes)
         func isOwn(_ item: Libsecret.Item) -> Bool {
-            item.path == created || item.attributes.filter { $0.key != "xdg:schema" } == ownAttributes
+            item.path == created || item.attributes.filter { $0.key != SecretServiceCalls.schemaAttribute } == ownAttributes
         }
         for item in candidates where !item.locked && isOwn(item) && kept == nil {
             // A read that fails is that error, not an item that was not kept.
