@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TestSupport
 import Testing
 
 /// AWS and Google Cloud from the session, as their own clients run authctl: Debian's `aws` (and
@@ -163,6 +164,57 @@ struct CloudTests {
         #expect(!refused.stderr.contains(try await idToken(setting.scenario)), "no token in a message")
     }
 
+    @Test("the endpoint: --region, else AWS_REGION, else AWS_DEFAULT_REGION names sts.REGION.amazonaws.com, reached through https_proxy; --duration and --session-name reach STS; a slow STS is 75 at --server-timeout and nothing is kept; forget deletes what is")
+    func endpointOptionsAndEnds() async throws {
+        var setting = try await signedIn()
+        // Through a proxy that resolves nothing but localhost: the host authctl asks it to
+        // tunnel to is the endpoint it chose, and the failure names the proxy (69).
+        let hosts = setting.home.appendingPathComponent("hosts")
+        try "127.0.0.1\tlocalhost\n".write(to: hosts, atomically: true, encoding: .utf8)
+        let proxy = try await ForwardProxy(.tinyproxy, hosts: hosts.path)
+        let cases: [(environment: [String: String], options: [String], host: String)] = [
+            (["AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "ap-south-1"], [], "sts.eu-west-1.amazonaws.com:443"),
+            (["AWS_REGION": "eu-west-1"], ["--region", "us-west-2"], "sts.us-west-2.amazonaws.com:443"),
+            (["AWS_DEFAULT_REGION": "ap-south-1"], [], "sts.ap-south-1.amazonaws.com:443"),
+            ([:], [], "sts.amazonaws.com:443"),
+        ]
+        for (index, example) in cases.enumerated() {
+            var scenario = setting.scenario
+            scenario.extraEnvironment["https_proxy"] = proxy.url()
+            for (name, value) in example.environment { scenario.extraEnvironment[name] = value }
+            let run = try await scenario.authctl(["aws-credential", "--role-arn", Self.role] + example.options)
+            #expect(run.status == 69 && run.stderr.contains("127.0.0.1:\(proxy.port)"), "\(example): \(run)")
+            let tunnelled = await eventually(within: .seconds(20)) { proxy.tunnels().count > index }
+            #expect(tunnelled && proxy.tunnels().last == example.host, "\(example): \(proxy.tunnels()) \(proxy.log())")
+        }
+        #expect(try await setting.sts.assumeRoleRequests().isEmpty, "no request went direct to the test's STS")
+
+        // --duration and --session-name as given.
+        let arguments = ["aws-credential", "--role-arn", Self.role, "--sts-endpoint", setting.sts.url]
+        let named = try await setting.scenario.authctl(arguments + ["--duration", "900", "--session-name", "ci@build=7"])
+        #expect(named.status == 0, "\(named)")
+        let asked = try await setting.sts.assumeRoleRequests()
+        #expect(asked.last?["DurationSeconds"] == "900" && asked.last?["RoleSessionName"] == "ci@build=7", "\(asked)")
+        let account = try await setting.scenario.authctl("whoami")
+        let kept = try await setting.scenario.secretTool("search", "--all", "service", setting.scenario.service, "aws-role", Self.role)
+        #expect((kept.stdout + kept.stderr).contains("attribute.aws-role = \(Self.role)"), "\(kept)")
+
+        // forget deletes them.
+        let forget = try await setting.scenario.authctl("forget", account.output)
+        #expect(forget.status == 0, "\(forget)")
+        let forgotten = try await setting.scenario.secretTool("search", "--all", "service", setting.scenario.service, "aws-role", Self.role)
+        #expect(!(forgotten.stdout + forgotten.stderr).contains("attribute.aws-role"), "\(forgotten)")
+
+        // STS slower than --server-timeout: 75 at about the deadline, nothing kept.
+        try await setting.scenario.signInWithBrowser(at: setting.provider)
+        try await setting.sts.slowNext(seconds: 8, count: 1)
+        let slow = try await setting.scenario.authctl(["--server-timeout", "2"] + arguments)
+        #expect(slow.status == 75 && slow.stderr.split(separator: "\n").count == 1, "\(slow)")
+        #expect(slow.seconds < 7, "ended at the deadline, not at the answer: \(slow.seconds) s")
+        let none = try await setting.scenario.secretTool("search", "--all", "service", setting.scenario.service, "aws-role", Self.role)
+        #expect(!(none.stdout + none.stderr).contains("attribute.aws-role"), "\(none)")
+    }
+
     @Test("google-auth refreshes with gcloud-credential's ID token at a token exchange that verifies it with the provider's keys; a failure's JSON reaches the library's error")
     func googleAuth() async throws {
         let setting = try await signedIn()
@@ -243,6 +295,8 @@ final class STSServer: Sendable {
     func setClock(offset seconds: Int) async throws { _ = try await control("POST", "clock", ["offset": seconds]) }
 
     func refuseNext(code: String, count: Int) async throws { _ = try await control("POST", "refuse", ["code": code, "count": count]) }
+
+    func slowNext(seconds: Int, count: Int) async throws { _ = try await control("POST", "slow", ["seconds": seconds, "count": count]) }
 
     private func control(_ method: String, _ name: String, _ body: [String: Any]?) async throws -> Any {
         var request = URLRequest(url: URL(string: "\(url)/_control/\(name)")!)

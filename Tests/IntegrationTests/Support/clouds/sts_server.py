@@ -11,6 +11,8 @@ checks neither the web identity token nor a signature: the test checks the recor
     POST /_control/clock     {"offset": SECONDS}: STS's Date is that far ahead from now on.
     POST /_control/refuse    {"code": CODE, "count": N}: the next N AssumeRoleWithWebIdentity
                              are answered with that error (HTTP 400, STS's ErrorResponse).
+    POST /_control/slow      {"seconds": S, "count": N}: the next N AssumeRoleWithWebIdentity
+                             are answered S seconds late.
 """
 import email.utils
 import io
@@ -28,7 +30,7 @@ from werkzeug.serving import make_server
 
 moto = DomainDispatcherApplication(create_backend_app)
 lock = threading.Lock()
-state = {"requests": [], "offset": 0, "refuse": None, "refusals": 0}
+state = {"requests": [], "offset": 0, "refuse": None, "refusals": 0, "slow": 0.0, "slowed": 0}
 
 ERROR = """<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error>
@@ -55,6 +57,9 @@ def application(environ, start_response):
             elif path == "/_control/refuse":
                 state["refuse"] = request["code"]
                 state["refusals"] = int(request["count"])
+            elif path == "/_control/slow":
+                state["slow"] = float(request["seconds"])
+                state["slowed"] = int(request["count"])
             return respond(start_response, "200 OK", "{}")
     form = {key: values[0] for key, values in urllib.parse.parse_qs(body.decode("utf-8", "replace")).items()}
     query = {key: values[0] for key, values in urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).items()}
@@ -63,10 +68,15 @@ def application(environ, start_response):
         state["requests"].append({"action": action, "form": form if action == "AssumeRoleWithWebIdentity" else {},
                                   "signed": "HTTP_AUTHORIZATION" in environ})
         offset = state["offset"]
-        refuse = None
+        refuse, delay = None, 0.0
         if action == "AssumeRoleWithWebIdentity" and state["refusals"] > 0:
             state["refusals"] -= 1
             refuse = state["refuse"]
+        if action == "AssumeRoleWithWebIdentity" and state["slowed"] > 0:
+            state["slowed"] -= 1
+            delay = state["slow"]
+    if delay:
+        time.sleep(delay)
     date = email.utils.formatdate(time.time() + offset, usegmt=True)
     if refuse:
         data = ERROR.format(code=refuse, message="Token is expired or not valid").encode()
