@@ -252,8 +252,10 @@ for name, request in [("callback", f"GET /callback?code=SplxlOBeZQQYbYS6WxSbIA&s
 for index, text in enumerate(["io.github.authctl", "ada@example.com", "HTTPS://Auth.Example.com:443/api?x=%41", "https://Registry.Example.com:5000/v2/",
                               "ghcr.io:443=oauth2", "https://git.example.com:8443", "https://id.example.com/realms/desk\0oidc\0authctl\0openid email\0",
                               "unix:path=/run/user/1000/bus,guid=1e5fcbd0ad3b4c1d8b7c61f1a2e3d4c5", "2030-03-17T17:46:40.123456+02:00",
+                              "arn:aws:iam::123456789012:role/dev/ci\0\x1c\x20\0ci@build=7\0eu-west-3\0", "ada.lovelace+ci@example.org",
                               "Sun, 17 Mar 2030 17:48:20 GMT"]):
     seed("validators", f"{index}", bytes([index]) + text.encode())
+seed("validators", "9-endpoint", bytes([9]) + b"arn:aws-cn:iam::123456789012:role/r\0\0\0\0http://127.0.0.1:4566/")
 seed("validators", "7-abstract", bytes([7]) + b"unix:abstract=/tmp/dbus-%41bc;tcp:host=x")
 seed("validators", "2-loopback", bytes([2]) + b"http://127.0.0.1:8080")
 seed("validators", "3-ipv6", bytes([3]) + b"[::1]:5000")

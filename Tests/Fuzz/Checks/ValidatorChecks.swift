@@ -9,7 +9,7 @@ enum ValidatorChecks {
     @Sendable static func validators(_ input: [UInt8]) throws(PropertyViolation) {
         guard let selector = input.first else { return }
         let text = String(decoding: input.dropFirst(), as: UTF8.self)
-        switch selector % 10 {
+        switch selector % 12 {
         case 0:
             guard let name = ServiceName(rawValue: text) else { return }
             try require(ServiceName(rawValue: name.rawValue) == name && name.rawValue == text, "a service name spelt two ways")
@@ -53,6 +53,36 @@ enum ValidatorChecks {
             // Written in whole seconds, by design.
             try require(Timestamp.microseconds(rfc3339: written) == microseconds / 1_000_000 * 1_000_000,
                         "a time that reads back as another: \(text) → \(written)")
+        case 9:
+            // An AWS role as `aws-credential` takes it: ARN, duration (two bytes), session name,
+            // region and STS endpoint.
+            let parts = texts(Array(input.dropFirst()), count: 5)
+            func optional(_ text: String) -> String? { text.isEmpty ? nil : text }
+            let duration = parts[1].isEmpty ? nil : parts[1].utf8.reduce(0) { ($0 << 8 | Int($1)) & 0xFFFF }
+            let role: AuthController.AWSRole
+            do {
+                role = try AuthController.AWSRole(arn: parts[0], duration: duration, sessionName: optional(parts[2]), region: optional(parts[3]),
+                                                  stsEndpoint: optional(parts[4]))
+            } catch {
+                try requireQuoted(error, "an AWS role refused")
+                return
+            }
+            try require(AuthController.AWSRole.isRoleARN(role.arn) && role.arn.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F },
+                        "a role ARN with a byte a config line or shell would read otherwise: \(role.arn.debugDescription)")
+            try require(role.stsEndpoint.rawValue.hasPrefix("https://") || role.stsEndpoint.isLoopback,
+                        "plain http off the machine: \(role.stsEndpoint.rawValue)")
+            if parts[4].isEmpty, let region = optional(parts[3]) {
+                try require(role.stsEndpoint.rawValue == "https://sts.\(region).amazonaws.com/", "the endpoint of region \(region): \(role.stsEndpoint.rawValue)")
+            }
+            let again = try? AuthController.AWSRole(arn: role.arn, duration: role.duration, sessionName: role.sessionName,
+                                                    stsEndpoint: role.stsEndpoint.rawValue)
+            try require(again == role, "an AWS role that validates again as another")
+        case 10:
+            // The session name STS is given for any account id: always one STS takes.
+            guard let account = AccountID(rawValue: text),
+                  let role = try? AuthController.AWSRole(arn: "arn:aws:iam::123456789012:role/r") else { return }
+            let name = role.sessionName(for: account)
+            try require(AuthController.AWSRole.isSessionName(name), "a session name STS refuses: \(name.debugDescription) for \(text.debugDescription)")
         default:
             _ = HTTPDate.microseconds(imfFixdate: text)
             _ = try? OpenIDOptions(validatingAccountClaim: text, deviceAuthorizationURL: nil, redirectPort: text)
