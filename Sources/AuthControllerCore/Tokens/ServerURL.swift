@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -26,8 +27,32 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
         self = url
     }
 
+    /// The texts this process has accepted, each with its normalised URL: the settings are read
+    /// whole at every change, and `serve` with hundreds of services would otherwise parse the
+    /// same URLs again each time. What a text normalises to depends on the text alone.
+    private static let accepted = Mutex<[String: (rawValue: String, isLoopback: Bool)]>([:])
+    private static let acceptedLimit = 4096
+
     /// Checks and normalises `text`; `role` names it in the message ("server URL", "revoke URL").
     public init(validating text: String, role: String = "server URL") throws(AuthError) {
+        if let known = Self.accepted.withLock({ $0[text] }) {
+            self.init(normalised: known.rawValue, isLoopback: known.isLoopback)
+            return
+        }
+        try self.init(checking: text, role: role)
+        let url = self
+        Self.accepted.withLock { accepted in
+            if accepted.count >= Self.acceptedLimit { accepted.removeAll(keepingCapacity: true) }
+            accepted[text] = (url.rawValue, url.isLoopback)
+        }
+    }
+
+    private init(normalised: String, isLoopback: Bool) {
+        rawValue = normalised
+        self.isLoopback = isLoopback
+    }
+
+    private init(checking text: String, role: String) throws(AuthError) {
         func refuse(_ rule: String) -> AuthError { .invalidInput("invalid \(role) '\(text)': \(rule)") }
         let bytes = text.utf8
         guard !bytes.isEmpty else { throw .invalidInput("invalid \(role): it is empty") }
