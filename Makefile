@@ -44,7 +44,7 @@ test: SHELL := /bin/bash
 test: .SHELLFLAGS := -o pipefail -ec
 test: deps
 	swift package resolve
-	$(MAKE) --no-print-directory -j2 --output-sync=line -o deps install-prerequisites docs
+	$(MAKE) --no-print-directory -j2 -o deps install-prerequisites docs
 	$(MAKE) --no-print-directory -o deps -o install-prerequisites deb
 	mkdir -p .build && setsid sh -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' fuzz \
 	    $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS) > .build/fuzz-ci.log 2>&1 & fuzz=$$!; \
@@ -118,8 +118,10 @@ build: deps
 	swift build $(RELEASE_FLAGS) --product authctl
 
 # swift-argument-parser's manual generator (the tool behind its GenerateManual plugin), built with
-# the same flags as the binary so the two builds share $(RELEASE_SCRATCH) and never rebuild each other.
-manual-tool: deps
+# the same flags as the binary so the two builds share $(RELEASE_SCRATCH) and never rebuild each other;
+# after it, since the two would only wait for each other's lock on the folder (under make -j, a job slot
+# held waiting).
+manual-tool: deps build
 	swift build $(RELEASE_FLAGS) --product generate-manual
 
 deps:
