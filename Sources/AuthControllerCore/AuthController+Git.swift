@@ -54,11 +54,11 @@ package enum GitHost {
         let url = try ServerURL(validating: text, role: "git URL")
         let afterScheme = url.rawValue.split(separator: "://", maxSplits: 1).last.map(String.init) ?? ""
         guard let slash = afterScheme.firstIndex(of: "/"), afterScheme[slash...] == "/" else {
-            throw .invalidInput("invalid git URL '\(text)': give the scheme and host only (https://HOST[:PORT]), without a path or query")
+            throw .invalidInput("invalid git URL '\(text.peerText(limit: 200))': give the scheme and host only (https://HOST[:PORT]), without a path or query")
         }
         let host = String(afterScheme[..<slash])
         guard isValid(host) else {
-            throw .invalidInput("invalid git URL '\(text)': its host may hold letters, digits, '.', '-', '_', '~', ':', '[' and ']' only")
+            throw .invalidInput("invalid git URL '\(text.peerText(limit: 200))': its host may hold letters, digits, '.', '-', '_', '~', ':', '[' and ']' only")
         }
         return (url, host)
     }

@@ -43,7 +43,7 @@ public struct ServiceName: RawRepresentable, Hashable, Sendable, CustomStringCon
                 || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
         }
         guard allowed else {
-            throw .invalidInput("invalid service name '\(text)': use only ASCII letters, digits, '.', '-' and '_'")
+            throw .invalidInput("invalid service name '\(text.peerText(limit: 200))': use only ASCII letters, digits, '.', '-' and '_'")
         }
     }
 

@@ -32,13 +32,13 @@ public struct OpenIDOptions: Equatable, Sendable {
                     || [UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ":")].contains(byte)
             }
             guard (1...255).contains(accountClaim.utf8.count), allowed else {
-                throw .invalidInput("invalid account claim '\(accountClaim)': use 1 to 255 letters, digits, '_', '-', '.' or ':'")
+                throw .invalidInput("invalid account claim '\(accountClaim.peerText(limit: 255))': use 1 to 255 letters, digits, '_', '-', '.' or ':'")
             }
         }
         var port: UInt16?
         if let redirectPort {
             guard redirectPort.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = UInt16(redirectPort), number > 0 else {
-                throw .invalidInput("invalid redirect port '\(redirectPort)': use a number from 1 to 65535")
+                throw .invalidInput("invalid redirect port '\(redirectPort.peerText(limit: 40))': use a number from 1 to 65535")
             }
             port = number
         }

@@ -71,7 +71,7 @@ public struct ServerBinding: Equatable, Sendable {
         let parsedProtocol: TokenProtocol
         if let tokenProtocol {
             guard let known = TokenProtocol(rawValue: tokenProtocol) else {
-                throw .invalidInput("invalid protocol '\(tokenProtocol)': use oauth2, json or oidc")
+                throw .invalidInput("invalid protocol '\(tokenProtocol.peerText(limit: 40))': use oauth2, json or oidc")
             }
             parsedProtocol = known
         } else {

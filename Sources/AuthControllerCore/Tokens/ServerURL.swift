@@ -53,7 +53,7 @@ public struct ServerURL: RawRepresentable, Hashable, Sendable, CustomStringConve
     }
 
     private init(checking text: String, role: String) throws(AuthError) {
-        func refuse(_ rule: String) -> AuthError { .invalidInput("invalid \(role) '\(text)': \(rule)") }
+        func refuse(_ rule: String) -> AuthError { .invalidInput("invalid \(role) '\(text.peerText(limit: 200))': \(rule)") }
         let bytes = text.utf8
         guard !bytes.isEmpty else { throw .invalidInput("invalid \(role): it is empty") }
         guard bytes.count <= Self.maximumLength else {

@@ -18,7 +18,8 @@ enum ValidatorChecks {
             try require(AccountID(rawValue: account.rawValue) == account, "an account id that does not validate again")
             try require(!account.rawValue.unicodeScalars.contains(where: isControl), "an account id with a control character")
         case 2:
-            guard let url = try? ServerURL(validating: text) else { return }
+            let url: ServerURL
+            do { url = try ServerURL(validating: text) } catch { return try requireQuoted(error, "a server URL refused") }
             try require(ServerURL(rawValue: url.rawValue) == url, "a normalised URL that normalises to another: \(text.debugDescription) → \(url.rawValue)")
             try require(url.rawValue.hasPrefix("https://") || (url.rawValue.hasPrefix("http://") && url.isLoopback),
                         "plain http off the machine: \(url.rawValue)")
@@ -29,15 +30,21 @@ enum ValidatorChecks {
             guard let served = ServedRegistry(text) else { return }
             try require(ServedRegistry(served.description) == served, "a served registry that reads back as another: \(served.description)")
         case 5:
-            guard let (url, host) = try? GitHost.parse(setupURL: text) else { return }
+            let (url, host): (ServerURL, String)
+            do { (url, host) = try GitHost.parse(setupURL: text) } catch { return try requireQuoted(error, "a git URL refused") }
             try require(GitHost.isValid(host), "a git host that is not valid: \(host)")
             let again = try? GitHost.parse(setupURL: url.rawValue)
             try require(again?.url == url && again?.host == host, "a git URL that parses again as another: \(url.rawValue)")
         case 6:
             let parts = texts(Array(input.dropFirst()), count: 5)
             func optional(_ text: String) -> String? { text.isEmpty ? nil : text }
-            guard let binding = try? ServerBinding(validatingServer: parts[0], protocol: optional(parts[1]), clientID: optional(parts[2]),
-                                                   scope: optional(parts[3]), revokeURL: optional(parts[4])) else { return }
+            let binding: ServerBinding
+            do {
+                binding = try ServerBinding(validatingServer: parts[0], protocol: optional(parts[1]), clientID: optional(parts[2]),
+                                            scope: optional(parts[3]), revokeURL: optional(parts[4]))
+            } catch {
+                return try requireQuoted(error, "a server binding refused")
+            }
             let again = try? ServerBinding(validatingServer: binding.server.rawValue, protocol: binding.tokenProtocol.rawValue,
                                            clientID: binding.clientID, scope: binding.scope, revokeURL: binding.revokeURL?.rawValue)
             try require(again == binding, "a server binding that validates again as another")
@@ -85,7 +92,11 @@ enum ValidatorChecks {
             try require(AuthController.AWSRole.isSessionName(name), "a session name STS refuses: \(name.debugDescription) for \(text.debugDescription)")
         default:
             _ = HTTPDate.microseconds(imfFixdate: text)
-            _ = try? OpenIDOptions(validatingAccountClaim: text, deviceAuthorizationURL: nil, redirectPort: text)
+            do {
+                _ = try OpenIDOptions(validatingAccountClaim: text, deviceAuthorizationURL: text, redirectPort: text)
+            } catch {
+                try requireQuoted(error, "OpenID options refused")
+            }
         }
     }
 }
