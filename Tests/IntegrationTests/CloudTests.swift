@@ -164,7 +164,7 @@ struct CloudTests {
         #expect(!refused.stderr.contains(try await idToken(setting.scenario)), "no token in a message")
     }
 
-    @Test("the endpoint: --region, else AWS_REGION, else AWS_DEFAULT_REGION names sts.REGION.amazonaws.com, reached through https_proxy; --duration and --session-name reach STS; a slow STS is 75 at --server-timeout and nothing is kept; forget deletes what is")
+    @Test("the endpoint: --region, else AWS_REGION, else AWS_DEFAULT_REGION names sts.REGION.amazonaws.com, reached through https_proxy; --duration and --session-name reach STS; a slow STS is 75 at --server-timeout and nothing is kept; forget and a session's end delete what is")
     func endpointOptionsAndEnds() async throws {
         var setting = try await signedIn()
         // Through a proxy that resolves nothing but localhost: the host authctl asks it to
@@ -213,6 +213,19 @@ struct CloudTests {
         #expect(slow.seconds < 7, "ended at the deadline, not at the answer: \(slow.seconds) s")
         let none = try await setting.scenario.secretTool("search", "--all", "service", setting.scenario.service, "aws-role", Self.role)
         #expect(!(none.stdout + none.stderr).contains("attribute.aws-role"), "\(none)")
+
+        // The session's own item removed by another tool: the session ends ("removed") when a
+        // command that uses it finds it gone (`status` only reports), and its credentials go with it.
+        let again = try await setting.scenario.authctl(arguments)
+        #expect(again.status == 0, "\(again)")
+        let removed = try await setting.scenario.secretTool("clear", "service", setting.scenario.service, "server", setting.provider.issuer)
+        #expect(removed.status == 0, "\(removed)")
+        let status = try await setting.scenario.authctl("status")
+        #expect(status.status == 1, "\(status)")
+        let token = try await setting.scenario.authctl("token")
+        #expect(token.status == 1 && token.stderr.contains("gone from the keyring"), "\(token)")
+        let ended = try await setting.scenario.secretTool("search", "--all", "service", setting.scenario.service, "aws-role", Self.role)
+        #expect(!(ended.stdout + ended.stderr).contains("attribute.aws-role"), "the end of the session deleted them: \(ended)")
     }
 
     @Test("google-auth refreshes with gcloud-credential's ID token at a token exchange that verifies it with the provider's keys; a failure's JSON reaches the library's error")
