@@ -30,14 +30,17 @@ extension AuthController {
             if let sessionName, !Self.isSessionName(sessionName) {
                 throw .usage("the session name must be 2 to 64 of the characters A-Z a-z 0-9 + = , . @ _ -")
             }
-            let endpoint: String
-            if let stsEndpoint {
-                endpoint = stsEndpoint
-            } else if let region {
+            // Checked even when the endpoint is given: the set-up writes it into the config file.
+            if let region {
                 guard (1...64).contains(region.utf8.count), region.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == UInt8(ascii: "-") }),
                       !region.hasPrefix("-") else {
                     throw .usage("'\(region.peerText(limit: 64))' is not an AWS region (us-east-1, eu-west-3, …)")
                 }
+            }
+            let endpoint: String
+            if let stsEndpoint {
+                endpoint = stsEndpoint
+            } else if let region {
                 endpoint = "https://sts.\(region).amazonaws.com/"
             } else {
                 endpoint = "https://sts.amazonaws.com/"
@@ -157,13 +160,51 @@ extension AuthController {
         let session = try await offload { () throws(AuthError) -> SessionRecord in try self.oidcSession() }
         let account = session.user!
         let key = ItemKey(service: service, account: account, awsRole: role.arn)
-        if let kept = try await offload({ () throws(AuthError) in try self.keptAWSCredentials(key) }) { return kept }
+        let request = KeptAWSCredentials.Request(role, account: account)
+        if let kept = try await offload({ () throws(AuthError) in try self.keptAWSCredentials(key, asked: request) }) { return kept }
         return try await settings.withCredentialLock(service: service, subject: role.arn, timeout: serverTimeout * 2 + .seconds(10)) { () async throws(AuthError) -> AWSCredentials in
             // Another caller may have asked while this one waited for the lock.
-            if let kept = try await offload({ () throws(AuthError) in try self.keptAWSCredentials(key) }) { return kept }
+            if let kept = try await offload({ () throws(AuthError) in try self.keptAWSCredentials(key, asked: request) }) { return kept }
             let credentials = try await self.assume(role, account: account)
-            try await offload { () throws(AuthError) in try self.keep(credentials, at: key, role: role, of: session) }
+            let kept = KeptAWSCredentials(credentials: credentials, request: request)
+            try await offload { () throws(AuthError) in try self.keep(kept, at: key, role: role, of: session) }
             return credentials
+        }
+    }
+
+    /// Credentials as the keyring keeps them, with what they were asked for: kept ones serve a
+    /// caller who asks for the same session name, duration and STS, and no other.
+    struct KeptAWSCredentials: Codable {
+        struct Request: Codable, Equatable {
+            var sessionName: String
+            var duration: Int?
+            var endpoint: String
+
+            init(_ role: AWSRole, account: AccountID) {
+                (sessionName, duration, endpoint) = (role.sessionName(for: account), role.duration, role.stsEndpoint.rawValue)
+            }
+
+            private enum CodingKeys: String, CodingKey {
+                case sessionName = "RoleSessionName", duration = "DurationSeconds", endpoint = "STSEndpoint"
+            }
+        }
+
+        var credentials: AWSCredentials
+        var request: Request?
+
+        init(credentials: AWSCredentials, request: Request) {
+            (self.credentials, self.request) = (credentials, request)
+        }
+
+        /// The credentials' own members beside the request's, in one JSON object.
+        init(from decoder: any Decoder) throws {
+            credentials = try AWSCredentials(from: decoder)
+            request = try? Request(from: decoder)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            try credentials.encode(to: encoder)
+            try request?.encode(to: encoder)
         }
     }
 
@@ -180,19 +221,20 @@ extension AuthController {
         return record
     }
 
-    /// The credentials kept at `key` while they have more than the margin left. Credentials
-    /// that do not read (another tool's item, damaged) are not kept ones. Blocks.
-    private func keptAWSCredentials(_ key: ItemKey) throws(AuthError) -> AWSCredentials? {
+    /// The credentials kept at `key` while they have more than the margin left, when they were
+    /// asked for as `request` asks. Credentials that do not read (another tool's item, damaged)
+    /// are not kept ones. Blocks.
+    private func keptAWSCredentials(_ key: ItemKey, asked request: KeptAWSCredentials.Request) throws(AuthError) -> AWSCredentials? {
         guard let bytes = try keyring.secret(key),
-              let kept = try? JSONDecoder().decode(AWSCredentials.self, from: Data(bytes)) else { return nil }
-        return Timestamp.microseconds(kept.expiresAt) > clock().addingClamped(Self.awsCredentialsMargin) ? kept : nil
+              let kept = try? JSONDecoder().decode(KeptAWSCredentials.self, from: Data(bytes)), kept.request == request else { return nil }
+        return Timestamp.microseconds(kept.credentials.expiresAt) > clock().addingClamped(Self.awsCredentialsMargin) ? kept.credentials : nil
     }
 
     /// Keeps `credentials` at `key`, unless `session` ended meanwhile: written under the settings
     /// lock, which every sign-out holds while it deletes kept credentials, so none is written
     /// after it. A session signed out and in again is another one: credentials asked for with
     /// the old one's ID token are not kept for it. Blocks; an unlock prompt comes before the lock.
-    private func keep(_ credentials: AWSCredentials, at key: ItemKey, role: AWSRole, of session: SessionRecord) throws(AuthError) {
+    private func keep(_ credentials: KeptAWSCredentials, at key: ItemKey, role: AWSRole, of session: SessionRecord) throws(AuthError) {
         try keyring.unlock()
         try settings.withExclusiveLock { () throws(AuthError) in
             let now = try settings.read(service: service).record

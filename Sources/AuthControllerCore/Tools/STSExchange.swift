@@ -33,11 +33,20 @@ struct STSExchange: Sendable {
                                   body: form.bytes)
         let response = try await transport.send(request, timeout: .seconds(timeout))
         let arrivedAt = clock()
-        return try Self.outcome(of: response, from: endpoint, arrivedAt: arrivedAt)
+        return try Self.outcome(of: response, from: endpoint, arrivedAt: arrivedAt,
+                                lasting: UInt64(role.duration ?? Self.longestDuration), idToken: idToken)
     }
 
+    /// The longest STS grants a role session, in seconds (12 hours).
+    static let longestDuration = 43_200
+
     /// What `response` says, its times made local by STS's `Date` (§ clocks: as a token server's).
-    static func outcome(of response: HTTPResponse, from endpoint: ServerURL, arrivedAt: UInt64) throws(AuthError) -> Outcome {
+    /// Credentials expired by the local clock are refused; their expiry is at most `lasting`
+    /// seconds away (what was asked for, else the longest STS grants), whatever STS says, so that
+    /// a wrong clock or a lying answer cannot keep them for years. STS's words in an error are
+    /// quoted without any piece of `idToken` it echoed.
+    static func outcome(of response: HTTPResponse, from endpoint: ServerURL, arrivedAt: UInt64,
+                        lasting seconds: UInt64 = UInt64(longestDuration), idToken: String = "") throws(AuthError) -> Outcome {
         let sts = "STS at \(endpoint)"
         if (300..<400).contains(response.status) {
             throw .protocolError("\(sts) answered with a redirect (HTTP \(response.status)); authctl does not follow redirects: give the final URL with --sts-endpoint")
@@ -48,6 +57,7 @@ struct STSExchange: Sendable {
         let answer = try STSAnswer(response.body, from: sts)
         switch answer {
         case .error(let code, let message):
+            let code = code.withoutPieces(of: idToken), message = message?.withoutPieces(of: idToken)
             let quoted = "\(code.peerText(limit: 100))\(message.map { ": " + $0.peerText(limit: 200) } ?? "")"
             switch code {
             case "InvalidIdentityToken", "ExpiredTokenException": return .refusedToken(quoted)
@@ -58,15 +68,18 @@ struct STSExchange: Sendable {
             guard (200..<300).contains(response.status) else {
                 throw .protocolError("\(sts) answered HTTP \(response.status) with credentials; that is not STS's answer")
             }
+            // STS's clock, however far off: its Expiration is by that clock.
             let serverDate = response.headers["date"].flatMap(HTTPDate.microseconds(imfFixdate:))
             let offset = serverDate.map { Int64(clamping: $0) - Int64(clamping: arrivedAt) } ?? 0
-            let span = Int64(TokenTimes.maximumSpan * 1_000_000)
             let serverNow = serverDate ?? arrivedAt
             guard expiration > serverNow else {
                 throw .protocolError("\(sts) answered with credentials that have expired (their Expiration is not after its Date)")
             }
-            let local = offset.magnitude <= UInt64(span) ? expiration.subtractingClamped(offset) : expiration
-            let expiresAt = min(local, arrivedAt.addingClamped(UInt64(span)))
+            let local = expiration.subtractingClamped(offset)
+            guard local > arrivedAt else {
+                throw .protocolError("\(sts) answered with credentials that have expired by this machine's clock (Expiration \(Timestamp.rfc3339(microseconds: expiration)), Date \(response.headers["date"]?.peerText(limit: 40) ?? "none")); check both clocks")
+            }
+            let expiresAt = min(local, arrivedAt.addingClamped(seconds.multipliedClamped(by: 1_000_000)))
             return .credentials(AuthController.AWSCredentials(accessKeyID: accessKeyID, secretAccessKey: secretAccessKey,
                                                               sessionToken: sessionToken, expiresAt: Timestamp.date(microseconds: expiresAt)))
         }
@@ -131,5 +144,27 @@ enum STSAnswer: Equatable {
         default:
             throw malformed("a document that is neither AssumeRoleWithWebIdentityResponse nor ErrorResponse in STS's namespace")
         }
+    }
+}
+
+extension String {
+    /// The text without any piece of `secret` at least `length` bytes long, each replaced by
+    /// `…`: STS may quote the web identity token it was sent back in its error message, and an
+    /// error message goes to the terminal and into logs.
+    func withoutPieces(of secret: String, length: Int = 16) -> String {
+        let secret = Array(secret.utf8), bytes = Array(utf8)
+        guard secret.count >= length, bytes.count >= length else { return self }
+        var pieces = Set<ArraySlice<UInt8>>()
+        for start in 0...(secret.count - length) { pieces.insert(secret[start..<(start + length)]) }
+        var hidden = [Bool](repeating: false, count: bytes.count)
+        for start in 0...(bytes.count - length) where pieces.contains(bytes[start..<(start + length)]) {
+            for index in start..<(start + length) { hidden[index] = true }
+        }
+        guard hidden.contains(true) else { return self }
+        var result: [UInt8] = []
+        for (index, byte) in bytes.enumerated() {
+            if !hidden[index] { result.append(byte) } else if index == 0 || !hidden[index - 1] { result += Array("…".utf8) }
+        }
+        return String(decoding: result, as: UTF8.self)
     }
 }
