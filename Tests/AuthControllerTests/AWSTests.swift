@@ -128,14 +128,14 @@ struct AWSTests {
         #expect(ContinuousClock.now - started < .seconds(5))
     }
 
-    @Test("the config file: one key of one profile set, every other byte kept (comments, CRLF, odd spacing, other sections, a BOM); twice the same")
+    @Test("the config file: one key of one profile set, every other byte kept (comments, CRLF, odd spacing, other sections); twice the same; what botocore cannot read refused")
     func configFile() throws {
         let command = "/usr/bin/authctl --service s aws-credential --role-arn \(Self.role)"
         func edit(_ text: String, profile: String = "dev") throws -> String {
             String(decoding: try AWSConfiguration.edit(Array(text.utf8), setting: "credential_process", to: command, profile: profile, file: "config"),
                    as: UTF8.self)
         }
-        let file = "\u{FEFF}# team\r\n[default]\r\nregion = eu-west-1\r\n\r\n[profile   dev]\r\nregion=us-east-1\r\nCredential_Process = old\r\n   --flag\r\ns3 =\r\n  addressing_style = path\r\n; trailing comment\r\n[sso-session dev]\r\nsso_region = x\r\n"
+        let file = "# team\r\n[default]\r\nregion = eu-west-1\r\n\r\n[profile   dev]\r\nregion=us-east-1\r\nCredential_Process = old\r\n   --flag\r\ns3 =\r\n  addressing_style = path\r\n; trailing comment\r\n[sso-session dev]\r\nsso_region = x\r\n"
         let edited = try edit(file)
         #expect(edited == file.replacing("Credential_Process = old\r\n   --flag\r\n", with: "credential_process = \(command)\r\n"))
         #expect(try edit(edited) == edited)
@@ -159,5 +159,84 @@ struct AWSTests {
         #expect(try edit("[profile dev]\ncredential_process = old\n  --a\n\n# note\n  --b\nregion = c\n") == "[profile dev]\ncredential_process = \(command)\nregion = c\n")
         #expect(try edit("[profile 'dev']\nregion = b\n") == "[profile 'dev']\nregion = b\ncredential_process = \(command)\n")
         #expect(try edit("[profile dev]\rregion = b\r[profile other]\rregion = c\r") == "[profile dev]\rregion = b\rcredential_process = \(command)\r[profile other]\rregion = c\r")
+        // Indentation as configparser measures it: any Unicode white space, in characters.
+        #expect(try edit("[profile dev]\n\u{0C}region = x\n credential_process = old\n") == "[profile dev]\n\u{0C}region = x\n credential_process = \(command)\n")
+        #expect(try edit("[profile dev]\n\u{A0}region = x\n credential_process = old\n") == "[profile dev]\n\u{A0}region = x\n credential_process = \(command)\n")
+        #expect(try edit("[profile dev]\nregion = x\n\u{A0}more\n") == "[profile dev]\nregion = x\n\u{A0}more\ncredential_process = \(command)\n")
+        // Any header that starts with "profile" and splits into two words is the profile's, as botocore reads it.
+        #expect(try edit("[profiles dev]\nregion = x\n") == "[profiles dev]\nregion = x\ncredential_process = \(command)\n")
+        #expect(try edit("[profile \"d\\$v\"]\nregion = x\n", profile: "d\\$v").hasSuffix("region = x\ncredential_process = \(command)\n"))
+        // What configparser refuses, the set-up refuses (65), changing nothing: a byte-order
+        // mark, bytes that are not UTF-8, a section or a key given twice anywhere.
+        for unreadable in [Array("\u{FEFF}[default]\nregion = x\n".utf8), Array("[default]\nregion = caf".utf8) + [0xE9, 0x0A],
+                           Array("[profile x]\n[profile x]\n".utf8), Array("[default]\nregion = a\nRegion = b\n".utf8)] {
+            #expect(throws: AuthError.self) {
+                try AWSConfiguration.edit(unreadable, setting: "credential_process", to: command, profile: "dev", file: "config")
+            }
+        }
+        // DEFAULT may come twice: configparser merges it.
+        #expect(try edit("[DEFAULT]\na = 1\n[DEFAULT]\nb = 2\n").hasSuffix("[profile dev]\ncredential_process = \(command)\n"))
+    }
+
+    @Test("AWS_CONFIG_FILE's variables and ~ expanded as botocore expands them")
+    func configPath() {
+        let environment = ["HOME": "/home/ada", "AWS": "/etc/aws", "EMPTY": ""]
+        func expand(_ path: String) -> String { AWSConfiguration.expandingVariables(path) { environment[$0] } }
+        #expect(expand("$AWS/config") == "/etc/aws/config")
+        #expect(expand("${AWS}/x${EMPTY}y") == "/etc/aws/xy")
+        #expect(expand("$NOPE/$/${}/${AWS") == "$NOPE/$/${}/${AWS")
+        #expect(expand("a$$AWS") == "a$/etc/aws")
+        #expect(AWSConfiguration.expandingUser("/abs/~x") == "/abs/~x")
+        #expect(AWSConfiguration.expandingUser("~no-such-user-here/x") == "~no-such-user-here/x")
+        #expect(AWSConfiguration.expandingUser("~root/x") == "/root/x")
+    }
+
+    /// `seconds` since the epoch as an HTTP `Date` (IMF-fixdate), by the civil calendar.
+    static func imfFixdate(_ seconds: Int) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400, time = seconds - days * 86_400
+        // Howard Hinnant's days_from_civil, inverted.
+        let shifted = days + 719_468, era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153, day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9, year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][((days % 7) + 7) % 7]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(time / 3600)):\(two(time / 60 % 60)):\(two(time % 60)) GMT"
+    }
+
+    @Test("STS's clock however far off; credentials last no longer than asked; an ID token STS echoes is not quoted")
+    func clocksAndEchoes() throws {
+        let day = 86_400, now = Int(Self.now / 1_000_000)
+        func answer(date: Int?, expiration: String, lasting: UInt64 = 43_200) throws(AuthError) -> Date {
+            let body = Self.answer(expiration: expiration)
+            let headers = date.map { ["date": Self.imfFixdate($0)] } ?? [:]
+            guard case .credentials(let credentials) = try STSExchange.outcome(of: HTTPResponse(status: 200, headers: headers, body: Array(body.utf8)),
+                                                                              from: Self.sts, arrivedAt: Self.now, lasting: lasting) else {
+                throw .protocolError("no credentials")
+            }
+            return credentials.expiresAt
+        }
+        for offset in [-11 * 365 * day, 11 * 365 * day] {
+            let expiresAt = try answer(date: now + offset, expiration: Timestamp.rfc3339(microseconds: UInt64(now + offset + 3600) * 1_000_000))
+            #expect(Int(expiresAt.timeIntervalSince1970.rounded()) == now + 3600, "STS's clock \(offset) s off")
+        }
+        #expect(Int(try answer(date: nil, expiration: "9999-12-31T23:59:59Z").timeIntervalSince1970.rounded()) == now + 43_200)
+        #expect(Int(try answer(date: nil, expiration: "9999-12-31T23:59:59Z", lasting: 900).timeIntervalSince1970.rounded()) == now + 900)
+
+        let idToken = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZGEiLCJhdWQiOiJhdXRoY3RsIn0.c2lnbmF0dXJlLW9mLXRoZS1wcm92aWRlcg"
+        let echo = "<ErrorResponse xmlns=\"\(STSExchange.namespace)\"><Error><Code>ValidationError</Code><Message>bad token \(idToken.prefix(60)) and \(idToken.suffix(40))</Message></Error></ErrorResponse>"
+        do {
+            _ = try STSExchange.outcome(of: HTTPResponse(status: 400, headers: [:], body: Array(echo.utf8)), from: Self.sts, arrivedAt: Self.now, idToken: idToken)
+            Issue.record("an error answer was taken")
+        } catch {
+            #expect(error.message.contains("bad token …"), "\(error.message)")
+            for start in stride(from: 0, through: idToken.utf8.count - 16, by: 1) {
+                let piece = String(idToken.utf8.dropFirst(start).prefix(16))!
+                #expect(!error.message.contains(piece), "\(error.message)")
+            }
+        }
     }
 }

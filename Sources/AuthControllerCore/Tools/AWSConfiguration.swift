@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import FoundationEssentials
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// The AWS config file (`~/.aws/config`), which the AWS CLI and the SDKs read (botocore reads it
 /// with Python's `configparser`): one key of one profile's section is set, and every other byte
@@ -10,9 +13,66 @@ package enum AWSConfiguration {
     /// The largest file read: a config file with hundreds of profiles is a few hundred KiB.
     static let sizeLimit = 4 * 1024 * 1024
 
-    /// The file the AWS tools read: `AWS_CONFIG_FILE`, else `~/.aws/config`.
-    package static var path: String {
-        ProcessEnvironment.value("AWS_CONFIG_FILE") ?? ProcessEnvironment.homeDirectory + "/.aws/config"
+    /// The file the AWS tools read: `AWS_CONFIG_FILE` with its variables and `~` expanded as
+    /// botocore expands them, else `~/.aws/config`. Set but empty, it names no file, and the AWS
+    /// tools read none: ``AuthError/usage(_:)-enum.case``.
+    package static func path() throws(AuthError) -> String {
+        guard let configured = ProcessEnvironment.valueEvenIfEmpty("AWS_CONFIG_FILE") else {
+            return ProcessEnvironment.homeDirectory + "/.aws/config"
+        }
+        guard !configured.isEmpty else {
+            throw .usage("AWS_CONFIG_FILE is set but empty, so the AWS tools read no config file; unset it, or set it to the file they should read")
+        }
+        return expandingUser(expandingVariables(configured))
+    }
+
+    /// `$NAME` and `${NAME}` replaced by the variable's value where it is set, as Python's
+    /// `os.path.expandvars` (which botocore applies to the file's path) replaces them: names of
+    /// ASCII letters, digits and `_`; an unset variable is left as it is written.
+    static func expandingVariables(_ path: String, _ value: (String) -> String? = ProcessEnvironment.valueEvenIfEmpty) -> String {
+        var bytes = Array(path.utf8)[...]
+        var result: [UInt8] = []
+        func isNameByte(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_")
+        }
+        while let dollar = bytes.firstIndex(of: UInt8(ascii: "$")) {
+            result += bytes[..<dollar]
+            let rest = bytes[(dollar + 1)...]
+            var name: ArraySlice<UInt8>, end: Int
+            if rest.first == UInt8(ascii: "{"), let close = rest.firstIndex(of: UInt8(ascii: "}")) {
+                (name, end) = (rest[(rest.startIndex + 1)..<close], close + 1)
+            } else {
+                name = rest.prefix(while: isNameByte)
+                end = name.endIndex
+            }
+            if (!name.isEmpty || rest.first == UInt8(ascii: "{")), end > dollar + 1,
+               let replacement = value(String(decoding: name, as: UTF8.self)) {
+                result += Array(replacement.utf8)
+            } else {
+                result += bytes[dollar..<max(end, dollar + 1)]
+            }
+            bytes = bytes[max(end, dollar + 1)...]
+        }
+        return String(decoding: result + bytes, as: UTF8.self)
+    }
+
+    /// A leading `~` (`HOME`) or `~USER` (that user's home folder) replaced as Python's
+    /// `os.path.expanduser` replaces it; anything else as it is.
+    static func expandingUser(_ path: String) -> String {
+        guard path.hasPrefix("~") else { return path }
+        let end = path.firstIndex(of: "/") ?? path.endIndex
+        let user = path[path.index(after: path.startIndex)..<end]
+        let home: String
+        if user.isEmpty {
+            home = ProcessEnvironment.valueEvenIfEmpty("HOME") ?? ProcessEnvironment.currentUser?.homeDirectory ?? "/"
+        } else {
+            guard let entry = getpwnam(String(user)) else { return path }
+            home = String(cString: entry.pointee.pw_dir)
+        }
+        var trimmed = Substring(home)
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        let expanded = String(trimmed) + path[end...]
+        return expanded.isEmpty ? "/" : expanded
     }
 
     /// Sets `key` to `value` in the section of `profile` (`[default]` for `default`, else
@@ -27,22 +87,31 @@ package enum AWSConfiguration {
     @discardableResult
     package static func set(_ key: String, to value: String, profile: String, in path: String) throws(AuthError) -> Bool {
         let file = ConfigurationFile(path: path, named: "the AWS config file", sizeLimit: sizeLimit)
-        let target = try file.resolvingLinks()
-        let existing = try file.read(target)
-        let edited = try edit(existing?.bytes ?? [], setting: key, to: value, profile: profile, file: target)
-        guard edited != existing?.bytes else { return false }
-        try file.write(edited, to: target, mode: existing?.mode ?? 0o600)
-        return true
+        return try file.locked { (target) throws(AuthError) -> Bool in
+            let existing = try file.read(target)
+            let edited = try edit(existing?.bytes ?? [], setting: key, to: value, profile: profile, file: target)
+            guard edited != existing?.bytes else { return false }
+            try file.write(edited, to: target, mode: existing?.mode ?? 0o600)
+            return true
+        }
     }
 
     /// `bytes` with `key` set to `value` in `profile`'s section.
     static func edit(_ bytes: [UInt8], setting key: String, to value: String, profile: String, file: String) throws(AuthError) -> [UInt8] {
+        // The AWS tools refuse such a file whole; an edit around what they cannot read would guess.
+        func unreadable(_ what: String) -> AuthError {
+            .invalidInput("the AWS config file \(file) \(what), so the AWS tools cannot read it; fix it, then run the set-up again")
+        }
+        guard String(validating: bytes, as: UTF8.self) != nil else { throw unreadable("is not UTF-8 text") }
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { throw unreadable("starts with a byte-order mark") }
         var lines = Line.split(bytes)
         let newline: [UInt8] = lines.first?.ending.isEmpty == false ? lines.first!.ending : [0x0A]
         let parts = Line.read(lines)
-        // The AWS tools refuse such a file whole; an edit around the line would guess.
         if let line = parts.unreadable.first {
-            throw .invalidInput("line \(line + 1) of the AWS config file \(file) is neither a [section], a key = value nor a comment, so the AWS tools cannot read the file; fix it, then run the set-up again")
+            throw unreadable("has a line (\(line + 1)) that is neither a [section], a key = value nor a comment")
+        }
+        if let line = parts.duplicates.first {
+            throw unreadable("names a section, or a key of one section, twice (line \(line + 1))")
         }
         let ours = parts.sections.filter { profileName(ofSection: $0.name) == profile }
         guard ours.count <= 1 else {
@@ -58,12 +127,9 @@ package enum AWSConfiguration {
             return (lines + tail).flatMap { $0.content + $0.ending }
         }
         let options = parts.options.filter { section.lines.contains($0.lines.lowerBound) }
-        let existing = options.filter { $0.name == key }
-        if let first = existing.first {
-            // The first replaced, with its indentation (a key indented less after it would
-            // otherwise read as its continuation), any other removed: the AWS tools refuse a key
-            // given twice.
-            for option in existing.dropFirst().reversed() { lines.removeSubrange(option.lines) }
+        if let first = options.first(where: { $0.name == key }) {
+            // Replaced with its indentation: a key indented less after it would otherwise read
+            // as its continuation.
             let ending = lines[first.lines.upperBound - 1].ending.isEmpty ? [] : newline
             let line = Line(content: first.indentation + Array("\(key) = \(value)".utf8), ending: ending)
             lines.replaceSubrange(first.lines, with: [line])
@@ -80,18 +146,20 @@ package enum AWSConfiguration {
         return lines.flatMap { $0.content + $0.ending }
     }
 
-    /// The profile a section header names, as botocore reads it: `default`, or `profile NAME`
-    /// split into words as a POSIX shell splits them (`shlex.split`); `nil` for other sections
-    /// (`sso-session …`, `services …`) and for a header botocore cannot split.
+    /// The profile a section header names, as botocore reads it: `default`, or a header that
+    /// starts with `profile` and splits into two words as a POSIX shell splits them
+    /// (`shlex.split`), the second being the name — `[profile dev]`, and as botocore has it,
+    /// `[profiles dev]` too; `nil` for other sections (`sso-session …`, `services …`) and for a
+    /// header botocore cannot split.
     static func profileName(ofSection name: String) -> String? {
         if name == "default" { return "default" }
-        guard name.hasPrefix("profile"), let words = shellWords(name), words.count == 2, words[0] == "profile" else { return nil }
+        guard name.hasPrefix("profile"), let words = shellWords(name), words.count == 2 else { return nil }
         return words[1]
     }
 
-    /// `text` split into words as Python's `shlex.split` does (POSIX mode): blanks separate
-    /// words, `'…'` is literal, `"…"` keeps all but `\\`, `\"`, `\$` and `` \` ``, and a
-    /// backslash outside quotes escapes the next character. `nil` for an unclosed quote or a
+    /// `text` split into words as Python's `shlex.split` does (POSIX mode): space, tab, CR and
+    /// LF separate words, `'…'` is literal, `"…"` keeps all but `\\` and `\"`, and a backslash
+    /// outside quotes escapes the next character. `nil` for an unclosed quote or a
     /// trailing backslash, which botocore skips.
     static func shellWords(_ text: String) -> [String]? {
         var words: [String] = []
@@ -111,9 +179,9 @@ package enum AWSConfiguration {
                 while true {
                     guard let next = characters.popFirst() else { return nil }
                     if next == "\"" { break }
-                    if next == "\\", let escaped = characters.first, "\\\"$`\n".contains(escaped) {
+                    if next == "\\", let escaped = characters.first, escaped == "\\" || escaped == "\"" {
                         characters.removeFirst()
-                        if escaped != "\n" { quoted.append(escaped) }
+                        quoted.append(escaped)
                     } else {
                         quoted.append(next)
                     }
@@ -121,7 +189,7 @@ package enum AWSConfiguration {
                 word = (word ?? "") + quoted
             case "\\":
                 guard let escaped = characters.popFirst() else { return nil }
-                word = (word ?? "") + (escaped == "\n" ? "" : String(escaped))
+                word = (word ?? "") + String(escaped)
             default:
                 word = (word ?? "") + String(character)
             }
@@ -161,25 +229,29 @@ package enum AWSConfiguration {
             return lines
         }
 
-        private var text: Substring {
-            var text = Substring(String(decoding: content, as: UTF8.self))
-            if text.first == "\u{FEFF}" { text.removeFirst() }
-            return text
+        /// What Python's `str.isspace()` (and so `str.strip()` and a regular expression's `\s`)
+        /// takes for white space: Unicode's White_Space and the separators U+001C–U+001F.
+        static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.properties.isWhitespace || (0x1C...0x1F).contains(scalar.value)
         }
 
         /// Python's `str.strip()` of the line, as configparser reads it.
         private var trimmed: Substring {
-            var text = text
-            while let first = text.first, first.isWhitespace { text.removeFirst() }
-            while let last = text.last, last.isWhitespace { text.removeLast() }
-            return text
+            var text = String(decoding: content, as: UTF8.self).unicodeScalars[...]
+            while let first = text.first, Self.isSpace(first) { text.removeFirst() }
+            while let last = text.last, Self.isSpace(last) { text.removeLast() }
+            return Substring(text)
         }
 
         var isBlank: Bool { trimmed.isEmpty }
         var isComment: Bool { trimmed.hasPrefix("#") || trimmed.hasPrefix(";") }
-        /// The whitespace before the line's first character, as configparser measures a line's
-        /// indentation.
-        var indentation: [UInt8] { Array(content.prefix { $0 == 0x20 || $0 == 0x09 }) }
+        /// The white space before the line's first character, as configparser finds a line's
+        /// indentation (`\S`): its bytes, and `level`, how many characters.
+        var indentation: [UInt8] { Array(String(String.UnicodeScalarView(leadingSpace)).utf8) }
+        var level: Int { leadingSpace.count }
+        private var leadingSpace: [Unicode.Scalar] {
+            Array(String(decoding: content, as: UTF8.self).unicodeScalars.prefix(while: Self.isSpace))
+        }
 
         /// `[NAME]`'s name, as configparser reads it (from the first `[` to the last `]`).
         var sectionName: String? {
@@ -193,9 +265,9 @@ package enum AWSConfiguration {
         var optionName: String? {
             let line = trimmed
             guard let delimiter = line.firstIndex(where: { $0 == "=" || $0 == ":" }) else { return nil }
-            var name = line[..<delimiter]
-            while let last = name.last, last.isWhitespace { name.removeLast() }
-            return name.isEmpty ? nil : name.lowercased()
+            var name = line[..<delimiter].unicodeScalars
+            while let last = name.last, Self.isSpace(last) { name.removeLast() }
+            return name.isEmpty ? nil : String(name).lowercased()
         }
 
         /// A section of the file: its name and its lines (the header's first).
@@ -210,26 +282,33 @@ package enum AWSConfiguration {
             var name: String
             var lines: Range<Int>
             var indentation: [UInt8]
+            var level: Int
         }
 
         /// The sections and keys of `lines`, as configparser reads them: blank lines and comments
         /// belong to no key but the one whose value goes on after them; a line indented more than
         /// the key above it goes on with that key's value; any other line is a header, a key, or
         /// (before any header, or neither) a line configparser cannot read, which is `unreadable`.
-        static func read(_ lines: [Line]) -> (sections: [Section], options: [Option], unreadable: [Int]) {
+        /// `duplicates` are the lines of a second section of one name (but `DEFAULT`'s, which
+        /// configparser merges) and of a second key of one section, which configparser refuses.
+        static func read(_ lines: [Line]) -> (sections: [Section], options: [Option], unreadable: [Int], duplicates: [Int]) {
             var sections: [Section] = []
             var options: [Option] = []
             var unreadable: [Int] = []
+            var duplicates: [Int] = []
+            var sectionNames = Set<String>()
+            var keys = Set<[String]>()
             // The key whose value a more indented line goes on with.
             var open: Int?
             for (index, line) in lines.enumerated() {
                 if line.isBlank || line.isComment { continue }
-                if let key = open, line.indentation.count > options[key].indentation.count {
+                if let key = open, line.level > options[key].level {
                     options[key].lines = options[key].lines.lowerBound..<(index + 1)
                     sections[sections.count - 1].lines = sections[sections.count - 1].lines.lowerBound..<(index + 1)
                     continue
                 }
                 if let name = line.sectionName {
+                    if name != "DEFAULT", !sectionNames.insert(name).inserted { duplicates.append(index) }
                     sections.append(Section(name: name, lines: index..<(index + 1)))
                     open = nil
                     continue
@@ -239,10 +318,11 @@ package enum AWSConfiguration {
                     continue
                 }
                 sections[sections.count - 1].lines = sections[sections.count - 1].lines.lowerBound..<(index + 1)
-                options.append(Option(name: name, lines: index..<(index + 1), indentation: line.indentation))
+                if !keys.insert([sections[sections.count - 1].name, name]).inserted { duplicates.append(index) }
+                options.append(Option(name: name, lines: index..<(index + 1), indentation: line.indentation, level: line.level))
                 open = options.count - 1
             }
-            return (sections, options, unreadable)
+            return (sections, options, unreadable, duplicates)
         }
     }
 }
