@@ -169,6 +169,20 @@ struct CloudTests {
         var setting = try await signedIn()
         // Through a proxy that resolves nothing but localhost: the host authctl asks it to
         // tunnel to is the endpoint it chose, and the failure names the proxy (69).
+        // Ten set-ups at once, each for a profile of its own: every one is in the file.
+        try FileManager.default.createDirectory(at: setting.configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let profiles = (0..<10).map { "p\($0)" }
+        let scenario = setting.scenario
+        let setups = try await withThrowingTaskGroup(of: Run.self) { group in
+            for profile in profiles {
+                group.addTask { try await scenario.authctl("aws-credential", "setup", profile, "--role-arn", Self.role) }
+            }
+            return try await group.reduce(into: [Run]()) { $0.append($1) }
+        }
+        #expect(setups.allSatisfy { $0.status == 0 }, "\(setups)")
+        let written = try String(contentsOf: setting.configFile, encoding: .utf8)
+        #expect(profiles.allSatisfy { written.components(separatedBy: "[profile \($0)]\n").count == 2 }, "\(written)")
+
         let hosts = setting.home.appendingPathComponent("hosts")
         try "127.0.0.1\tlocalhost\n".write(to: hosts, atomically: true, encoding: .utf8)
         let proxy = try await ForwardProxy(.tinyproxy, hosts: hosts.path)
@@ -196,6 +210,14 @@ struct CloudTests {
         let asked = try await setting.sts.assumeRoleRequests()
         #expect(asked.last?["DurationSeconds"] == "900" && asked.last?["RoleSessionName"] == "ci@build=7", "\(asked)")
         let account = try await setting.scenario.authctl("whoami")
+        // Kept credentials serve only what they were asked for: without the options, STS is
+        // asked again (with the account as the session name), and those are kept in turn.
+        let plain = try await setting.scenario.authctl(arguments)
+        #expect(plain.status == 0, "\(plain)")
+        _ = try await setting.scenario.authctl(arguments)
+        let askedAgain = try await setting.sts.assumeRoleRequests()
+        #expect(askedAgain.count == asked.count + 1 && askedAgain.last?["RoleSessionName"] == account.output
+                    && askedAgain.last?["DurationSeconds"] == nil, "\(askedAgain)")
         let kept = try await setting.scenario.secretTool("search", "--all", "service", setting.scenario.service, "aws-role", Self.role)
         #expect((kept.stdout + kept.stderr).contains("attribute.aws-role = \(Self.role)"), "\(kept)")
 

@@ -101,6 +101,11 @@ package enum Posix {
         try open(path, .readOnly, [.noFollow, .nonBlocking])
     }
 
+    /// Opens a folder to lock it (`flock` takes any open file).
+    static func openFolder(_ path: String) throws(Errno) -> Int32 {
+        try open(path, .readOnly, [.directory])
+    }
+
     /// Opens (creating, mode 0600) a lock file, refusing a symbolic link.
     static func openLockFile(_ path: String) throws(Errno) -> Int32 {
         try open(path, .readWrite, [.create, .noFollow], permissions: [.ownerReadWrite])

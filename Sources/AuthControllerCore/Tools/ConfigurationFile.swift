@@ -17,6 +17,35 @@ package struct ConfigurationFile {
         self.sizeLimit = sizeLimit
     }
 
+    /// Runs `body` (which reads, edits and writes the file) while this process holds the lock
+    /// on the nearest folder of the file that exists: two set-ups at once would otherwise each
+    /// write the file as it was before the other's edit, and one edit would be lost. Waits at
+    /// most 5 s for another, then ``AuthError/temporaryFailure(_:)-enum.case``.
+    func locked<T>(_ body: (String) throws(AuthError) -> T) throws(AuthError) -> T {
+        let target = try resolvingLinks()
+        var folder = Self.folder(of: target)
+        while (try? Posix.lstatus(folder)) == nil, folder != "/", folder != "." { folder = Self.folder(of: folder) }
+        let descriptor: Int32
+        do { descriptor = try Posix.openFolder(folder) } catch {
+            throw .settingsIO("cannot open the folder \(folder) of \(name): \(error)")
+        }
+        defer { Posix.close(descriptor) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            do {
+                if try Posix.tryLockExclusive(descriptor) { break }
+            } catch {
+                throw .settingsIO("cannot lock the folder \(folder) of \(name): \(error)")
+            }
+            guard ContinuousClock.now < deadline else {
+                throw .temporaryFailure("another program has been changing \(name) \(target) for more than 5 s; try again")
+            }
+            Posix.pause(milliseconds: 10)
+        }
+        // Read again under the lock: another set-up may have replaced the link's target.
+        return try body(try resolvingLinks())
+    }
+
     /// The file ``path`` names, its symbolic links followed (at most 40, as the kernel does),
     /// even to a file that does not exist yet.
     func resolvingLinks() throws(AuthError) -> String {
@@ -69,7 +98,11 @@ package struct ConfigurationFile {
             throw .settingsIO("\(name) \(target) is not a regular file; give the path of a file")
         }
         let directory = Self.folder(of: target)
-        do { try Self.makeFolders(directory) } catch {
+        // The folders made for the file go again if it cannot be written: a failure changes nothing.
+        var made: [String] = []
+        func removeMade() { for folder in made.reversed() { _ = rmdir(folder) } }
+        do { try Self.makeFolders(directory, made: &made) } catch {
+            removeMade()
             throw .settingsIO("cannot make the folder \(directory) of \(name): \(error)")
         }
         let fileName = target.split(separator: "/").last.map(String.init) ?? "config"
@@ -83,6 +116,7 @@ package struct ConfigurationFile {
             try Posix.rename(temporary, target)
         } catch {
             Posix.unlink(temporary)
+            removeMade()
             throw .settingsIO("cannot write \(name) \(target): \(error)")
         }
         try? Posix.syncDirectory(directory)
@@ -94,12 +128,14 @@ package struct ConfigurationFile {
         try write(bytes, to: try resolvingLinks(), mode: mode)
     }
 
-    /// Makes `directory` and each missing folder above it, with mode 0700.
-    private static func makeFolders(_ directory: String) throws(Errno) {
+    /// Makes `directory` and each missing folder above it, with mode 0700; `made` gets each
+    /// folder made, the outermost first.
+    private static func makeFolders(_ directory: String, made: inout [String]) throws(Errno) {
         guard try Posix.lstatus(directory) == nil else { return }
         let parent = folder(of: directory)
-        if parent != directory { try makeFolders(parent) }
+        if parent != directory { try makeFolders(parent, made: &made) }
         try Posix.makeDirectory(directory, mode: 0o700)
+        made.append(directory)
     }
 
     private static func folder(of path: String) -> String {

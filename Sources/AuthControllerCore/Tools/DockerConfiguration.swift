@@ -19,32 +19,33 @@ package enum DockerConfiguration {
     @discardableResult
     package static func setCredentialHelper(_ helper: String, for registry: String, in path: String) throws(AuthError) -> Bool {
         let file = ConfigurationFile(path: path, named: "the Docker configuration", sizeLimit: sizeLimit)
-        let target = try file.resolvingLinks()
-        let existing = try file.read(target)
-        var document: [String: JSONValue] = [:]
-        if let existing, !existing.bytes.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
-            guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(existing.bytes)) else {
-                throw .invalidInput("the Docker configuration \(target) is not a JSON object; fix or move it, then run the set-up again")
+        return try file.locked { (target) throws(AuthError) -> Bool in
+            let existing = try file.read(target)
+            var document: [String: JSONValue] = [:]
+            if let existing, !existing.bytes.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+                guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: Data(existing.bytes)) else {
+                    throw .invalidInput("the Docker configuration \(target) is not a JSON object; fix or move it, then run the set-up again")
+                }
+                document = members
             }
-            document = members
+            var helpers: [String: JSONValue] = [:]
+            switch document["credHelpers"] {
+            case nil, .null?: break
+            case .object(let members)?: helpers = members
+            default:
+                throw .invalidInput("credHelpers in the Docker configuration \(target) is not a JSON object; fix it, then run the set-up again")
+            }
+            guard helpers[registry] != .string(helper) else { return false }
+            helpers[registry] = .string(helper)
+            document["credHelpers"] = .object(helpers)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let bytes: [UInt8]
+            do { bytes = Array(try encoder.encode(JSONValue.object(document))) + [0x0A] } catch {
+                throw .invalidInput("the Docker configuration \(target) holds a value that cannot be written back as JSON")
+            }
+            try file.write(bytes, to: target, mode: existing?.mode ?? 0o600)
+            return true
         }
-        var helpers: [String: JSONValue] = [:]
-        switch document["credHelpers"] {
-        case nil, .null?: break
-        case .object(let members)?: helpers = members
-        default:
-            throw .invalidInput("credHelpers in the Docker configuration \(target) is not a JSON object; fix it, then run the set-up again")
-        }
-        guard helpers[registry] != .string(helper) else { return false }
-        helpers[registry] = .string(helper)
-        document["credHelpers"] = .object(helpers)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let bytes: [UInt8]
-        do { bytes = Array(try encoder.encode(JSONValue.object(document))) + [0x0A] } catch {
-            throw .invalidInput("the Docker configuration \(target) holds a value that cannot be written back as JSON")
-        }
-        try file.write(bytes, to: target, mode: existing?.mode ?? 0o600)
-        return true
     }
 }

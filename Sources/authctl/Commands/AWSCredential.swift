@@ -10,23 +10,23 @@ struct AWSCredential: AsyncParsableCommand {
         commandName: "aws-credential",
         abstract: "Give AWS's tools credentials for a role, from the session's ID token (a credential_process).",
         discussion: """
-            `authctl aws-credential setup PROFILE --role-arn ARN` makes the AWS profile PROFILE (the \\
-            section [profile PROFILE] of AWS_CONFIG_FILE, else ~/.aws/config; [default] for default) \\
-            run this authctl as its credential_process, with the options given, keeping every other \\
-            line of the file. The aws command and the SDKs then run `authctl --service SERVICE \\
-            aws-credential --role-arn ARN`, which prints the JSON credential_process reads: \\
-            credentials that STS's AssumeRoleWithWebIdentity gives for the session's verified ID \\
-            token (refreshed first when due, as `authctl token --id-token` refreshes it). They are \\
-            kept in the keyring (one item per service, account and role; never in a file) and \\
-            printed again while more than 5 minutes are left, so any number of aws processes at \\
+            `authctl aws-credential setup PROFILE --role-arn ARN` makes the AWS profile PROFILE (the \
+            section [profile PROFILE] of AWS_CONFIG_FILE, else ~/.aws/config; [default] for default) \
+            run this authctl as its credential_process, with the options given, keeping every other \
+            line of the file. The aws command and the SDKs then run `authctl --service SERVICE \
+            aws-credential --role-arn ARN`, which prints the JSON credential_process reads: \
+            credentials that STS's AssumeRoleWithWebIdentity gives for the session's verified ID \
+            token (refreshed first when due, as `authctl token --id-token` refreshes it). They are \
+            kept in the keyring (one item per service, account and role; never in a file) and \
+            printed again while more than 5 minutes are left, so any number of aws processes at \
             once make one STS request; signing out deletes them.
-            STS is --sts-endpoint URL, else https://sts.REGION.amazonaws.com/ for --region, \\
-            AWS_REGION or AWS_DEFAULT_REGION, else https://sts.amazonaws.com/. The role's trust \\
-            policy must accept the OpenID provider's issuer as a federated principal, with the \\
+            STS is --sts-endpoint URL, else https://sts.REGION.amazonaws.com/ for --region, \
+            AWS_REGION or AWS_DEFAULT_REGION, else https://sts.amazonaws.com/. The role's trust \
+            policy must accept the OpenID provider's issuer as a federated principal, with the \
             client id as the audience.
-            It needs a service bound to an OpenID provider (else exit 65), never prompts, never \\
-            opens a browser and never reads standard input. Nobody signed in: exit 1. An ID token \\
-            STS refuses (after one refresh) or AccessDenied: 77; another STS error: 69; an answer \\
+            It needs a service bound to an OpenID provider (else exit 65), never prompts, never \
+            opens a browser and never reads standard input. Nobody signed in: exit 1. An ID token \
+            STS refuses (after one refresh) or AccessDenied: 77; another STS error: 69; an answer \
             that is not STS's: 76.
             """
     )
@@ -145,7 +145,12 @@ struct AWSCredential: AsyncParsableCommand {
         if let sessionName { words += ["--session-name", sessionName] }
         if let region { words += ["--region", region] }
         if let stsEndpoint { words += ["--sts-endpoint", stsEndpoint] }
-        let path = AWSConfiguration.path
+        // One line of the config file, read back as these words: no line break, no control
+        // character, and text that is UTF-8 (an undecodable byte was read as U+FFFD).
+        if let word = words.first(where: { $0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\u{FFFD}" } }) {
+            throw AuthError.unavailable("cannot write '\(Output.escapingControlCharacters(word))' into a credential_process line the AWS tools read back: it has a line break, a control character or bytes that are not UTF-8; run an authctl installed at a plain path")
+        }
+        let path = try AWSConfiguration.path()
         _ = try await FirstSignal.deferred { () async throws(AuthError) in
             try AWSConfiguration.set("credential_process", to: words.map(Self.quoted).joined(separator: " "), profile: profile, in: path)
         }
