@@ -11,18 +11,18 @@ struct GCloudCredential: AsyncParsableCommand {
         commandName: "gcloud-credential",
         abstract: "Give Google Cloud's libraries the session's ID token (an executable-sourced credential).",
         discussion: """
-            `authctl gcloud-credential setup FILE --audience AUDIENCE` writes FILE (0600): an \\
-            external_account credential configuration whose executable is this authctl. With \\
-            GOOGLE_APPLICATION_CREDENTIALS=FILE and GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1, \\
-            Google's client libraries and gcloud then run `authctl --service SERVICE \\
-            gcloud-credential`, which prints the JSON they read: the session's verified ID token \\
-            (refreshed when due, as `authctl token --id-token` refreshes it) and its expiry, or \\
-            {"success":false,"code":…,"message":…} with the exit code of the failure. They send \\
-            the ID token to the token URL (Google's STS, https://sts.googleapis.com/v1/token by \\
-            default) for an access token. AUDIENCE names the workload or workforce identity pool's \\
-            provider, which must accept the OpenID provider's issuer with the client id as the \\
+            `authctl gcloud-credential setup FILE --audience AUDIENCE` writes FILE (0600): an \
+            external_account credential configuration whose executable is this authctl. With \
+            GOOGLE_APPLICATION_CREDENTIALS=FILE and GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1, \
+            Google's client libraries and gcloud then run `authctl --service SERVICE \
+            gcloud-credential`, which prints the JSON they read: the session's verified ID token \
+            (refreshed when due, as `authctl token --id-token` refreshes it) and its expiry, or \
+            {"success":false,"code":…,"message":…} with the exit code of the failure. They send \
+            the ID token to the token URL (Google's STS, https://sts.googleapis.com/v1/token by \
+            default) for an access token. AUDIENCE names the workload or workforce identity pool's \
+            provider, which must accept the OpenID provider's issuer with the client id as the \
             audience.
-            It needs a service bound to an OpenID provider, never prompts, never opens a browser \\
+            It needs a service bound to an OpenID provider, never prompts, never opens a browser \
             and never reads standard input; it writes no output file (tokens do not go to disk).
             """
     )
@@ -108,7 +108,8 @@ struct GCloudCredential: AsyncParsableCommand {
             let (token, idToken) = try await FirstSignal.deferred { () async throws(AuthError) in
                 try await controller.verifiedIDToken(for: "Google Cloud")
             }
-            for warning in token.warnings { Output.diagnostic(Output.words(warning)) }
+            // No warning beside a success: Google's libraries read stderr with stdout, as one
+            // JSON document (google-auth's pluggable credentials: `stderr=subprocess.STDOUT`).
             try Output.json(ExecutableAnswer(tokenType: tokenType, idToken: idToken,
                                              expirationTime: token.idTokenExpiresAt.map { Int64(Timestamp.microseconds($0) / 1_000_000) }))
         } catch let failure as ExecutableFailure {
