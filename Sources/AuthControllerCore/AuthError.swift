@@ -335,14 +335,14 @@ extension String {
 
 extension String {
     /// Text a peer sent (a server, a provider, the Secret Service) as it may appear in a message:
-    /// without control characters, line and paragraph separators (U+2028, U+2029) and the
-    /// direction overrides and isolates (U+202A–U+202E, U+2066–U+2069), so that it cannot forge
-    /// lines or make the rest of the line read otherwise; with `limit`, at most that many
-    /// characters and then `…`, so that it cannot flood a terminal.
+    /// without control characters, line and paragraph separators (U+2028, U+2029) and format
+    /// characters (the direction marks, overrides and isolates, zero-width spaces and joiners,
+    /// the byte-order mark, soft hyphens), so that it cannot forge lines, hide text or make the
+    /// rest of the line read otherwise; with `limit`, at most that many characters and then
+    /// `…`, so that it cannot flood a terminal.
     func peerText(limit: Int? = nil) -> String {
         let clean = String(String.UnicodeScalarView(unicodeScalars.filter { scalar in
-            !isControl(scalar) && scalar != "\u{2028}" && scalar != "\u{2029}"
-                && !(0x202A...0x202E).contains(scalar.value) && !(0x2066...0x2069).contains(scalar.value)
+            !isControl(scalar) && scalar != "\u{2028}" && scalar != "\u{2029}" && scalar.properties.generalCategory != .format
         }))
         guard let limit, clean.count > limit else { return clean }
         return String(clean.prefix(limit)) + "…"
