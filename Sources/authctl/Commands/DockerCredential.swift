@@ -11,18 +11,18 @@ struct DockerCredential: AsyncParsableCommand {
         commandName: "docker-credential",
         abstract: "Give container registries the access token of the signed-in account (a Docker credential helper).",
         discussion: """
-            `authctl docker-credential setup REGISTRY` lets the service's session sign in to \\
-            REGISTRY (HOST[:PORT]): it adds REGISTRY to the service's registries and sets \\
-            credHelpers.REGISTRY to `authctl` in the Docker configuration \\
-            ($DOCKER_CONFIG/config.json, else ~/.docker/config.json; --config names another), \\
-            keeping the rest of the file. docker, podman, skopeo and buildah then run \\
-            `docker-credential-authctl get` (a link to authctl that `make install` puts beside it), \\
-            which answers with the user name (--username at set-up, else the account id) and the \\
-            access token as `authctl token` prints it, refreshed when due. Every service's \\
+            `authctl docker-credential setup REGISTRY` lets the service's session sign in to \
+            REGISTRY (HOST[:PORT]): it adds REGISTRY to the service's registries and sets \
+            credHelpers.REGISTRY to `authctl` in the Docker configuration \
+            ($DOCKER_CONFIG/config.json, else ~/.docker/config.json; --config names another), \
+            keeping the rest of the file. docker, podman, skopeo and buildah then run \
+            `docker-credential-authctl get` (a link to authctl that `make install` puts beside it), \
+            which answers with the user name (--username at set-up, else the account id) and the \
+            access token as `authctl token` prints it, refreshed when due. Every service's \
             registries are searched, whatever --service says.
-            A registry nobody serves, or whose service has nobody signed in: "credentials not found \\
-            in native keychain", exit 1. `store` changes nothing (the token belongs to the session); \\
-            `erase` makes the next `get` refresh the token; `list` prints every registry of every \\
+            A registry nobody serves, or whose service has nobody signed in: "credentials not found \
+            in native keychain", exit 1. `store` changes nothing (the token belongs to the session); \
+            `erase` makes the next `get` refresh the token; `list` prints every registry of every \
             signed-in service with its user name. It never prompts and never opens a browser.
             """
     )

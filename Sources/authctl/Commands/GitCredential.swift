@@ -11,12 +11,12 @@ struct GitCredential: AsyncParsableCommand {
         commandName: "git-credential",
         abstract: "Give git the access token of the signed-in account (git's credential helper).",
         discussion: """
-            `authctl git-credential setup https://HOST[:PORT]` lets HOST's git remotes use the \\
-            service's session: it adds HOST to the service's git hosts and sets \\
-            credential.URL.helper in git's global configuration (through `git config --global`). \\
-            git then runs `authctl --service SERVICE git-credential get`, which answers with the \\
-            access token as `authctl token` prints it, refreshed when due — only for a host that \\
-            was set up, over https (or http to a loopback host). It never prompts. When it has \\
+            `authctl git-credential setup https://HOST[:PORT]` lets HOST's git remotes use the \
+            service's session: it adds HOST to the service's git hosts and sets \
+            credential.URL.helper in git's global configuration (through `git config --global`). \
+            git then runs `authctl --service SERVICE git-credential get`, which answers with the \
+            access token as `authctl token` prints it, refreshed when due — only for a host that \
+            was set up, over https (or http to a loopback host). It never prompts. When it has \
             nothing to give, it prints nothing and git goes on to its next helper.
             `store` changes nothing; `erase` of the current token makes the next `get` refresh it.
             Undo the set-up with `git config --global --unset-all credential.URL.helper`.

@@ -10,14 +10,14 @@ struct KubeCredential: AsyncParsableCommand {
         commandName: "kube-credential",
         abstract: "Give kubectl the ID token of the signed-in account (an exec credential plugin).",
         discussion: """
-            `authctl kube-credential setup USER` makes the kubeconfig user USER run this authctl as \\
-            its exec credential plugin (through `kubectl config`, so KUBECONFIG counts), keeping \\
-            every other entry. kubectl then runs `authctl --service SERVICE kube-credential`, which \\
-            prints an ExecCredential with the ID token the OpenID provider issued, as `authctl token \\
-            --id-token` prints it, refreshed when due (one refresh however many kubectl processes \\
-            ask), in the apiVersion kubectl names in KUBERNETES_EXEC_INFO. With --access-token, the \\
+            `authctl kube-credential setup USER` makes the kubeconfig user USER run this authctl as \
+            its exec credential plugin (through `kubectl config`, so KUBECONFIG counts), keeping \
+            every other entry. kubectl then runs `authctl --service SERVICE kube-credential`, which \
+            prints an ExecCredential with the ID token the OpenID provider issued, as `authctl token \
+            --id-token` prints it, refreshed when due (one refresh however many kubectl processes \
+            ask), in the apiVersion kubectl names in KUBERNETES_EXEC_INFO. With --access-token, the \
             access token instead, for API servers that take it.
-            It never prompts, never opens a browser and never reads standard input. Nobody signed \\
+            It never prompts, never opens a browser and never reads standard input. Nobody signed \
             in: exit 1, with the sign-in to run on stderr. Other failures are those of `authctl token`.
             """
     )
