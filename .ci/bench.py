@@ -225,6 +225,70 @@ def kubectl_figures():
     return statistics.median(singles), statistics.median(slowest), statistics.median(floors), counts
 
 
+AWS_ROLE = "arn:aws:iam::123456789012:role/bench"
+
+
+def aws_figures():
+    """AWS from an OpenID session: a scripted provider that signs ID tokens and needs no person
+    (Tests/IntegrationTests/Support/scripted_provider.py, with its curl "browser"), and moto's STS
+    (Support/clouds/sts_server.py, which records every request). Returns `aws-credential` with
+    kept credentials against `secret-tool lookup` of the same item, and for twenty
+    `aws sts get-caller-identity` at once, started with nothing kept, STS's requests and the
+    slowest of them, against one `aws` alone with the credentials kept."""
+    support = "Tests/IntegrationTests/Support"
+    provider = subprocess.Popen([".build/identity-provider-venv/bin/python3", f"{support}/scripted_provider.py"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    provider_base = "http://127.0.0.1:%s" % provider.stdout.readline().split()[1]
+    post(provider_base + "/_config", {"id_token": True})
+    sts = subprocess.Popen([".build/clouds-venv/bin/python3", f"{support}/clouds/sts_server.py"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    sts_url = "http://127.0.0.1:%s" % sts.stdout.readline().split()[1]
+    folder = tempfile.mkdtemp(prefix="bench-aws-")
+    aws_env = dict(ENV, AUTHCTL_SERVICE="bench-aws", BROWSER=os.path.abspath(f"{support}/scripted_browser"), HOME=folder,
+                   AWS_CONFIG_FILE=os.path.join(folder, "config"), AWS_SHARED_CREDENTIALS_FILE=os.path.join(folder, "credentials"),
+                   AWS_EC2_METADATA_DISABLED="true", AWS_PAGER="")
+    quiet = dict(env=aws_env, check=True, stdout=subprocess.DEVNULL)
+    sign_in = [AUTHCTL, "sign-in", "--timeout", "60"]
+    subprocess.run(sign_in + ["--server", provider_base + "/p", "--protocol", "oidc", "--client-id", "scripted-client"], **quiet)
+    subprocess.run([AUTHCTL, "aws-credential", "setup", "bench", "--role-arn", AWS_ROLE, "--sts-endpoint", sts_url], **quiet)
+    credential = [AUTHCTL, "--service", "bench-aws", "aws-credential", "--role-arn", AWS_ROLE, "--sts-endpoint", sts_url]
+    subprocess.run(credential, **quiet)  # asked once; kept from here on
+    lookup = ["secret-tool", "lookup", "service", "bench-aws", "aws-role", AWS_ROLE]
+    kept_row = compare("`authctl aws-credential` (kept) vs `secret-tool lookup` of the same item (goal ≤ 1.0)",
+                       lambda: run(credential)[0], lambda: run(lookup)[0])
+    caller = ["aws", "sts", "get-caller-identity", "--profile", "bench", "--region", "us-east-1", "--endpoint-url", sts_url]
+
+    def timed():
+        start = time.perf_counter()
+        subprocess.run(caller, **quiet)
+        return time.perf_counter() - start
+
+    def assume_role_requests():
+        return sum(1 for entry in get_json(sts_url + "/_control/requests") if entry.get("action") == "AssumeRoleWithWebIdentity")
+
+    alone = statistics.median(timed() for _ in range(5))
+    counts, slowest = [], []
+    for _ in range(3):
+        # Signed out and in again: the kept credentials are gone, so the twenty find none.
+        subprocess.run([AUTHCTL, "sign-out"], **quiet)
+        subprocess.run(sign_in, **quiet)
+        before = assume_role_requests()
+        durations = [0.0] * 20
+
+        def one(index):
+            durations[index] = timed()
+        threads = [threading.Thread(target=one, args=(index,)) for index in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        counts.append(assume_role_requests() - before)
+        slowest.append(max(durations))
+    provider.stdin.close()
+    sts.stdin.close()
+    return kept_row, alone, statistics.median(slowest), counts
+
+
 def post(url, document):
     urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(document).encode()))
 
@@ -339,6 +403,8 @@ print(int(checks / (time.perf_counter() - start)))
     # Last: its threads and answers grow this process, and a child forked from it starts with
     # that resident set (which the peak memory figures above would count).
     single_refresh, slowest_of_twelve, fresh_twelve, refreshes_of_twelve = kubectl_figures()
+    aws_kept_row, aws_alone, aws_slowest_of_twenty, sts_requests_of_twenty = aws_figures()
+    rows.append(aws_kept_row)
 
     print(f"authctl benchmark, {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
           f"{platform.platform()}; {PAIRS} alternating pairs each\n")
@@ -355,6 +421,11 @@ print(int(checks / (time.perf_counter() - start)))
           f"({slowest_of_twelve / single_refresh:.2f}×) |")
     print(f"| the slowest of twelve with a fresh token (no refresh: twelve kubectl on this machine) | {fresh_twelve * 1000:.0f} ms |")
     print(f"| refresh requests at the server for each twelve (goal: 1) | {', '.join(map(str, refreshes_of_twelve))} |")
+    print("\n| twenty `aws sts get-caller-identity` at once, nothing kept (`credential_process` = `authctl aws-credential`), 3 rounds | |")
+    print("|---|---:|")
+    print(f"| one `aws` alone, credentials kept (median) | {aws_alone * 1000:.0f} ms |")
+    print(f"| the slowest of the twenty (median) | {aws_slowest_of_twenty * 1000:.0f} ms |")
+    print(f"| AssumeRoleWithWebIdentity requests at STS for each twenty (goal: 1) | {', '.join(map(str, sts_requests_of_twenty))} |")
     print("\n| release binary | size |\n|---|---:|")
     print(f"| `authctl` (goal ≤ 30 MB) | {os.path.getsize(AUTHCTL) / 1e6:.1f} MB |")
     if BASELINE:
