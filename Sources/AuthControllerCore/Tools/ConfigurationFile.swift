@@ -18,13 +18,34 @@ package struct ConfigurationFile {
     }
 
     /// Runs `body` (which reads, edits and writes the file) while this process holds the lock
-    /// on the nearest folder of the file that exists: two set-ups at once would otherwise each
-    /// write the file as it was before the other's edit, and one edit would be lost. Waits at
-    /// most 5 s for another, then ``AuthError/temporaryFailure(_:)-enum.case``.
+    /// on the file's folder: two set-ups at once would otherwise each write the file as it was
+    /// before the other's edit, and one edit would be lost. A missing folder is made first,
+    /// under the lock of the nearest folder above it that exists, so that every set-up locks
+    /// the same folder; it goes again should `body` fail. Waits at most 5 s for each lock, then
+    /// ``AuthError/temporaryFailure(_:)-enum.case``.
     func locked<T>(_ body: (String) throws(AuthError) -> T) throws(AuthError) -> T {
-        let target = try resolvingLinks()
-        var folder = Self.folder(of: target)
-        while (try? Posix.lstatus(folder)) == nil, folder != "/", folder != "." { folder = Self.folder(of: folder) }
+        let directory = Self.folder(of: try resolvingLinks())
+        var made: [String] = []
+        if (try? Posix.lstatus(directory)) == nil {
+            var existing = Self.folder(of: directory)
+            while (try? Posix.lstatus(existing)) == nil, existing != "/", existing != "." { existing = Self.folder(of: existing) }
+            try holdingLock(on: existing) { () throws(AuthError) in
+                do { try Self.makeFolders(directory, made: &made) } catch {
+                    for folder in made.reversed() { _ = rmdir(folder) }
+                    throw .settingsIO("cannot make the folder \(directory) of \(name): \(error)")
+                }
+            }
+        }
+        do {
+            // Found again under the lock: another set-up may have replaced the link's target.
+            return try holdingLock(on: directory) { () throws(AuthError) in try body(try resolvingLinks()) }
+        } catch {
+            for folder in made.reversed() { _ = rmdir(folder) }
+            throw error
+        }
+    }
+
+    private func holdingLock<T>(on folder: String, _ body: () throws(AuthError) -> T) throws(AuthError) -> T {
         let descriptor: Int32
         do { descriptor = try Posix.openFolder(folder) } catch {
             throw .settingsIO("cannot open the folder \(folder) of \(name): \(error)")
@@ -38,12 +59,11 @@ package struct ConfigurationFile {
                 throw .settingsIO("cannot lock the folder \(folder) of \(name): \(error)")
             }
             guard ContinuousClock.now < deadline else {
-                throw .temporaryFailure("another program has been changing \(name) \(target) for more than 5 s; try again")
+                throw .temporaryFailure("another program has been changing \(name) in \(folder) for more than 5 s; try again")
             }
             Posix.pause(milliseconds: 10)
         }
-        // Read again under the lock: another set-up may have replaced the link's target.
-        return try body(try resolvingLinks())
+        return try body()
     }
 
     /// The file ``path`` names, its symbolic links followed (at most 40, as the kernel does),
