@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import AuthControllerCore
+import Synchronization
 import Testing
 
 /// The address a person pastes where their browser cannot reach the listener: taken exactly as
@@ -35,5 +36,20 @@ struct PastedAddressTests {
         let parameters = await listener.callback(timeout: .seconds(5))
         #expect(parameters?.first { $0.name == "code" }?.value == "the code")
         #expect(listener.offer(pastedAddress: here + "?code=c&state=state-1")?.contains("already") == true)
+    }
+
+    @Test("a wait for the callback cancelled before it began ends at once, with nothing (it used to wait for ever)")
+    func cancelledBeforeItBegan() async throws {
+        let listener = try LoopbackListener(port: nil, expectedState: "state-1")
+        defer { listener.close() }
+        let outcome = Mutex<String?>(nil)
+        let waiting = Task {
+            let parameters = await listener.callback(timeout: .seconds(600))
+            outcome.withLock { $0 = parameters == nil ? "nothing" : "a callback" }
+        }
+        waiting.cancel()
+        // Polled, not awaited: a wait that never ends must fail this test, not hang the suite.
+        for _ in 0..<600 where outcome.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(outcome.withLock { $0 } == "nothing")
     }
 }

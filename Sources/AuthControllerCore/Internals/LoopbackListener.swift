@@ -184,12 +184,14 @@ final class LoopbackListener: @unchecked Sendable {
         let fired = Atomic<Bool>(false)
     }
 
-    /// Ends the wait with nothing, once.
+    /// Ends the wait with nothing, once — but only a wait that is registered: a cancellation
+    /// that comes before the wait is registered must leave `once` unfired, so that the wait's own
+    /// look at `Task.isCancelled` can still end it (else it waited for ever).
     private func giveUp(_ once: Once) {
-        guard !once.fired.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let waiting = state.withLock { (state: inout State) -> CheckedContinuation<Parameters?, Never>? in
-            defer { state.waiting = nil }
-            return state.waiting
+            guard let waiting = state.waiting, !once.fired.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
+            state.waiting = nil
+            return waiting
         }
         waiting?.resume(returning: nil)
     }
