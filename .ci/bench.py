@@ -158,6 +158,27 @@ KUBE_ROUNDS = 5
 KUBE_REFRESH_DELAY = 0.3  # seconds: a provider across the network, not on the same machine
 
 
+def timed(command, **options):
+    """Seconds `command` takes to run to its end (subprocess.run's `options`)."""
+    start = time.perf_counter()
+    subprocess.run(command, **options)
+    return time.perf_counter() - start
+
+
+def slowest_of(count, command, **options):
+    """`count` runs of `command` started at once: the seconds the slowest took."""
+    durations = [0.0] * count
+
+    def one(index):
+        durations[index] = timed(command, **options)
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return max(durations)
+
+
 def kubectl_figures():
     """Twelve kubectl at once over an expired token against the test API server, each running
     `authctl kube-credential` as its exec plugin: how many refreshes the token server saw, and
@@ -184,22 +205,6 @@ def kubectl_figures():
     get = [kubectl, "get", "namespaces", "-o", "name"]
     subprocess.run(get, **quiet)  # discovery cached, as on any machine that has run kubectl before
 
-    def timed():
-        start = time.perf_counter()
-        subprocess.run(get, **quiet)
-        return time.perf_counter() - start
-
-    def twelve():
-        durations = [0.0] * 12
-        def one(index):
-            durations[index] = timed()
-        threads = [threading.Thread(target=one, args=(index,)) for index in range(12)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return max(durations)
-
     def refreshes():
         return sum(1 for entry in get_json(base + "/_log") if entry["endpoint"] == "refresh")
 
@@ -214,12 +219,12 @@ def kubectl_figures():
     singles, slowest, floors, counts = [], [], [], []
     for _ in range(KUBE_ROUNDS):
         expired()
-        singles.append(timed())
+        singles.append(timed(get, **quiet))
         expired()
         before = refreshes()
-        slowest.append(twelve())
+        slowest.append(slowest_of(12, get, **quiet))
         counts.append(refreshes() - before)
-        floors.append(twelve())
+        floors.append(slowest_of(12, get, **quiet))
     api.stdin.close()
     tokens.stdin.close()
     return statistics.median(singles), statistics.median(slowest), statistics.median(floors), counts
@@ -258,32 +263,18 @@ def aws_figures():
                        lambda: run(credential)[0], lambda: run(lookup)[0])
     caller = ["aws", "sts", "get-caller-identity", "--profile", "bench", "--region", "us-east-1", "--endpoint-url", sts_url]
 
-    def timed():
-        start = time.perf_counter()
-        subprocess.run(caller, **quiet)
-        return time.perf_counter() - start
-
     def assume_role_requests():
         return sum(1 for entry in get_json(sts_url + "/_control/requests") if entry.get("action") == "AssumeRoleWithWebIdentity")
 
-    alone = statistics.median(timed() for _ in range(5))
+    alone = statistics.median(timed(caller, **quiet) for _ in range(5))
     counts, slowest = [], []
     for _ in range(3):
         # Signed out and in again: the kept credentials are gone, so the twenty find none.
         subprocess.run([AUTHCTL, "sign-out"], **quiet)
         subprocess.run(sign_in, **quiet)
         before = assume_role_requests()
-        durations = [0.0] * 20
-
-        def one(index):
-            durations[index] = timed()
-        threads = [threading.Thread(target=one, args=(index,)) for index in range(20)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        slowest.append(slowest_of(20, caller, **quiet))
         counts.append(assume_role_requests() - before)
-        slowest.append(max(durations))
     provider.stdin.close()
     sts.stdin.close()
     return kept_row, alone, statistics.median(slowest), counts
